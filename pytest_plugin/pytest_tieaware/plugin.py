@@ -1,0 +1,1 @@
+"""pytest plugin for tie-stability checks (see issue: pytest plugin)."""

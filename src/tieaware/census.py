@@ -1,0 +1,43 @@
+"""`census`: how tied a run is at each cutoff (Yang et al., arXiv 2508.03306, Appendix C)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .kernels.census import census_table
+from .ranked_lists import run_scores
+
+
+def census(run, ks=(1, 3, 5, 10, 20, 50, 100)) -> pd.DataFrame:
+    """Tie statistics of a run's top k, averaged over queries.
+
+    Args:
+        run: ranx ``Run``, ``{qid: {docid: score}}``, a TREC run path or a DataFrame.
+        ks: cutoffs.
+
+    Returns:
+        DataFrame indexed by k with columns
+        ``unique_scores`` (mean number of distinct scores among the top k),
+        ``mean_tie_group_size`` (mean of top-k size / distinct scores; 1.0 means no ties),
+        ``straddling_share`` (share of queries whose k-th document ties with the (k+1)-th,
+        so any cut at k drops tied candidates), ``largest_group`` (largest tie group
+        reaching the top k, over all queries).
+    """
+    ks = np.asarray(sorted(set(int(k) for k in ks)), np.int64)
+    if ks.size == 0 or ks[0] <= 0:
+        raise ValueError(f"census cutoffs must be positive integers, got {list(ks)}.")
+    query_ids, offsets, scores = run_scores(run)
+    if np.isnan(scores).any():
+        raise ValueError("Run has NaN scores; tieaware.evaluate names them.")
+    table = census_table(offsets, scores, ks)
+    nonempty = table[:, :, 1] > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        group_size = np.where(nonempty, table[:, :, 1] / np.maximum(table[:, :, 0], 1), np.nan)
+        frame = pd.DataFrame({
+            "unique_scores": np.nanmean(np.where(nonempty, table[:, :, 0], np.nan), axis=0),
+            "mean_tie_group_size": np.nanmean(group_size, axis=0),
+            "straddling_share": table[:, :, 2].mean(axis=0) if len(query_ids) else np.nan,
+            "largest_group": table[:, :, 3].max(axis=0, initial=0),
+        }, index=pd.Index(ks, name="k"))
+    frame["largest_group"] = frame["largest_group"].astype(int)
+    return frame

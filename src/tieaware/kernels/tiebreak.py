@@ -1,0 +1,126 @@
+"""Where a tool's own tie order puts each judged document inside its tie group.
+
+The oblivious value M_obl is the metric under the order a tool really uses.
+Only groups whose order can change a metric need it ("ambiguous" groups: more
+than one document and not all of them judged alike); elsewhere any order gives
+the same value. Tool orders reproduced here (DESIGN.md, "Oblivious value"):
+
+* ``input``: stable, first given first; its ranks come from `groups.judged_groups`.
+* ranx: numba's ``np.argsort`` (quicksort, not stable) on the query's scores, as
+  ranx runs it: ``argsort(-scores)`` when it sorts a ``Run``, reversed
+  ``argsort(scores)`` when it is given a dict (``ranx.utils.descending_sort``).
+* trec_eval: score descending, then document id descending (``strcmp``).
+"""
+import numpy as np
+from numba import njit, prange
+
+RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED = 0, 1
+
+
+@njit(cache=True)
+def ambiguous_groups(n_groups, mem_offsets, grp_size, grp_mem_start, grp_mem_end, mem_rel):
+    """Per group slot: True where the order inside the group can change a metric."""
+    out = np.zeros(grp_size.shape[0], np.bool_)
+    for q in range(n_groups.shape[0]):
+        for gi in range(mem_offsets[q], mem_offsets[q] + n_groups[q]):
+            start, end = grp_mem_start[gi], grp_mem_end[gi]
+            if grp_size[gi] > 1:
+                alike = end - start == grp_size[gi]
+                for j in range(start + 1, end):
+                    if mem_rel[j] != mem_rel[start]:
+                        alike = False
+                out[gi] = not alike
+    return out
+
+
+@njit(cache=True, parallel=True)
+def ranx_ranks(offsets, scores, n_groups, mem_offsets, grp_above, grp_mem_start, grp_mem_end, mem_index,
+               ambiguous, mode, tool_rank):
+    """Fill tool_rank (rank inside the group) with ranx's order, for queries with an ambiguous group."""
+    for q in prange(n_groups.shape[0]):
+        g_lo = mem_offsets[q]
+        g_hi = g_lo + n_groups[q]
+        needed = False
+        for gi in range(g_lo, g_hi):
+            needed = needed or ambiguous[gi]
+        if not needed:
+            continue
+        q_scores = scores[offsets[q]:offsets[q + 1]]
+        if mode == RANX_ARGSORT_NEGATED:
+            order = np.argsort(-q_scores)
+        else:
+            order = np.argsort(q_scores)[::-1]
+        position = np.empty(order.shape[0], np.int64)
+        for i in range(order.shape[0]):
+            position[order[i]] = i
+        for gi in range(g_lo, g_hi):
+            for m in range(grp_mem_start[gi], grp_mem_end[gi]):
+                tool_rank[m] = position[mem_index[m]] - grp_above[gi]
+
+
+@njit(cache=True)
+def ambiguous_members(offsets, scores, n_groups, mem_offsets, grp_score, ambiguous):
+    """Every document (global index) of every ambiguous group.
+
+    Returns (slots (S,), slot_offsets (S+1,), doc_index (D,)): the S ambiguous
+    group slots and, CSR by slot, the documents with exactly that group's score.
+    """
+    slots = np.flatnonzero(ambiguous)
+    counts = np.zeros(slots.shape[0] + 1, np.int64)
+    doc_index = np.empty(0, np.int64)
+    for fill in range(2):  # pass 0 counts, pass 1 fills
+        if fill == 1:
+            slot_offsets = np.cumsum(counts)
+            doc_index = np.empty(slot_offsets[-1], np.int64)
+            cursor = slot_offsets[:-1].copy()
+        s_lo = 0
+        for q in range(n_groups.shape[0]):
+            g_hi = mem_offsets[q] + n_groups[q]
+            s_hi = s_lo
+            while s_hi < slots.shape[0] and slots[s_hi] < g_hi:
+                s_hi += 1
+            if s_hi == s_lo:
+                continue
+            negated = -grp_score[slots[s_lo:s_hi]]  # ascending
+            for i in range(offsets[q], offsets[q + 1]):
+                w = np.searchsorted(negated, -scores[i])
+                if w < negated.shape[0] and negated[w] == -scores[i]:
+                    if fill == 0:
+                        counts[s_lo + w + 1] += 1
+                    else:
+                        doc_index[cursor[s_lo + w]] = i
+                        cursor[s_lo + w] += 1
+            s_lo = s_hi
+    return slots, np.cumsum(counts), doc_index
+
+
+@njit(cache=True)
+def _bytes_greater(buf, a_lo, a_hi, b_lo, b_hi):
+    """strcmp(a, b) > 0 on UTF-8 bytes."""
+    n = min(a_hi - a_lo, b_hi - b_lo)
+    for i in range(n):
+        if buf[a_lo + i] != buf[b_lo + i]:
+            return buf[a_lo + i] > buf[b_lo + i]
+    return a_hi - a_lo > b_hi - b_lo
+
+
+@njit(cache=True, parallel=True)
+def trec_eval_ranks(slots, slot_offsets, doc_index, id_bytes, id_offsets, mem_doc, grp_mem_start,
+                    grp_mem_end, tool_rank):
+    """Fill tool_rank with trec_eval's order (document id descending) inside ambiguous groups.
+
+    id_bytes/id_offsets: UTF-8 ids of doc_index's documents, in that order;
+    mem_doc[m]: global index of judged member m.
+    """
+    for a in prange(slots.shape[0]):
+        gi = slots[a]
+        lo, hi = slot_offsets[a], slot_offsets[a + 1]
+        for m in range(grp_mem_start[gi], grp_mem_end[gi]):
+            me = lo
+            while doc_index[me] != mem_doc[m]:
+                me += 1
+            rank = 0
+            for x in range(lo, hi):
+                if _bytes_greater(id_bytes, id_offsets[x], id_offsets[x + 1], id_offsets[me], id_offsets[me + 1]):
+                    rank += 1
+            tool_rank[m] = rank

@@ -1,0 +1,110 @@
+"""Result objects of `tieaware.evaluate`.
+
+A `MetricResult` *is* a float (the expected value E[M], mean over queries), so
+code written for ``ranx.evaluate`` keeps formatting, comparing, adding and
+``json.dumps``-ing it; the tie-aware statistics ride along as attributes.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+PER_QUERY_COLUMNS = ["expected", "oblivious", "min", "max", "range", "bias", "variance"]
+SUMMARY_COLUMNS = ["expected", "oblivious", "min", "max", "range", "bias", "std"]
+
+
+class MetricResult(float):
+    """One metric over a query set: a float equal to ``expected``.
+
+    Attributes:
+        name: the metric name as given.
+        expected: mean over queries of E[M] over all orderings of tied documents.
+        oblivious: mean of M under the tie order of the tool named by ``oblivious_order``.
+        min, max: mean over queries of the worst and best tie orderings (the extremes of the mean).
+        range: ``max - min``: how far tie order alone can move the mean.
+        bias: ``oblivious - expected``: how far the tool's number is off.
+        std: standard deviation of the mean due to tie order, ``sqrt(sum_q Var_q) / Q``.
+        per_query: DataFrame indexed by query id with expected, oblivious, min, max,
+            range, bias and variance (over tie orderings).
+        oblivious_order: "trec_eval", "ranx" or "input".
+    """
+
+    def __new__(cls, name: str, per_query: pd.DataFrame, oblivious_order: str):
+        n = len(per_query)
+        expected = float(per_query["expected"].mean()) if n else 0.0
+        self = super().__new__(cls, expected)
+        self.name = name
+        self.per_query = per_query
+        self.oblivious_order = oblivious_order
+        self.expected = expected
+        if n:
+            self.oblivious = float(per_query["oblivious"].mean())
+            self.min = float(per_query["min"].mean())
+            self.max = float(per_query["max"].mean())
+            self.std = math.sqrt(float(per_query["variance"].sum())) / n
+        else:
+            self.oblivious = self.min = self.max = self.std = 0.0
+        self.range = self.max - self.min
+        self.bias = self.oblivious - self.expected
+        return self
+
+    def __reduce__(self):
+        return (MetricResult, (self.name, self.per_query, self.oblivious_order))
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.per_query)
+
+    @property
+    def n_queries_with_ties(self) -> int:
+        """Queries whose value depends on the order of tied documents (range > 0)."""
+        return int((self.per_query["range"] > 0).sum())
+
+    def to_dict(self) -> dict:
+        """Summary as plain floats (JSON-ready)."""
+        out = {"metric": self.name}
+        out.update({c: getattr(self, c) for c in SUMMARY_COLUMNS})
+        out.update(oblivious_order=self.oblivious_order, n_queries=self.n_queries,
+                   n_queries_with_ties=self.n_queries_with_ties)
+        return out
+
+    def summary(self) -> str:
+        """A one-metric table, as `EvaluationReport.table`."""
+        return EvaluationReport({self.name: self}).table()
+
+
+class EvaluationReport(dict):
+    """Several metrics: a dict ``{name: MetricResult}`` (what ranx returns, with extras)."""
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per metric: expected, oblivious, min, max, range, bias, std."""
+        rows = [r.to_dict() for r in self.values()]
+        return pd.DataFrame(rows).set_index("metric") if rows else pd.DataFrame(columns=SUMMARY_COLUMNS)
+
+    def per_query(self) -> pd.DataFrame:
+        """Long table: one row per (metric, query)."""
+        frames = [r.per_query.assign(metric=name) for name, r in self.items()]
+        return pd.concat(frames).reset_index().set_index(["metric", "query_id"])
+
+    def to_json(self, **kwargs) -> str:
+        return json.dumps([r.to_dict() for r in self.values()], **kwargs)
+
+    def table(self, digits: int = 4) -> str:
+        """Fixed-width text table, one row per metric."""
+        frame = self.to_dataframe()[SUMMARY_COLUMNS]
+        order = next(iter(self.values())).oblivious_order if self else "trec_eval"
+        frame = frame.rename(columns={"oblivious": f"obl[{order}]"})
+        return frame.to_string(float_format=lambda x: f"{x:.{digits}f}")
+
+
+def per_query_frame(query_ids: list, table: np.ndarray) -> pd.DataFrame:
+    """Per-query DataFrame from a kernel table with columns (E, Var, min, max, obl)."""
+    expected, variance, low, high, oblivious = table.T
+    frame = pd.DataFrame({
+        "expected": expected, "oblivious": oblivious, "min": low, "max": high,
+        "range": high - low, "bias": oblivious - expected, "variance": variance,
+    }, index=pd.Index(query_ids, name="query_id"))
+    return frame[PER_QUERY_COLUMNS]
