@@ -44,7 +44,8 @@ def _number(text: str, what: str, where: str) -> float:
 def read_trec_run(path) -> dict:
     """Read a TREC run file into ``{qid: {docid: score}}`` (line order kept).
 
-    The rank column is ignored, as trec_eval does; scores decide the order.
+    The rank column and fields after the sixth are ignored, as trec_eval does;
+    scores decide the order.
     """
     return _read_trec(path, kind="run")
 
@@ -69,7 +70,7 @@ def _read_trec(path, kind: str) -> dict:
             if not cols:
                 continue
             where = f"{path}:{line_no}"
-            if len(cols) != n_cols:
+            if len(cols) != n_cols and not (kind == "run" and len(cols) > n_cols):  # trec_eval ignores trailing run fields
                 hint = ""
                 if len(cols) == other_cols:
                     hint = f" It looks like a {other_kind} line ({other_layout}): was a {other_kind} file given as the {kind}?"

@@ -185,6 +185,8 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
         k = _parse_cutoff(m["k"], name, takes)
         return MetricSpec(name, family, k, level, gain, level if gain != "binary" else None)
 
+    if _TREC.get(text, ("", "", ""))[2] == "required" or _IRM.get(text, ("", "", ""))[2] == "required":
+        _parse_cutoff(None, name, "required")
     raise UnknownMetricError(f"Unknown metric {name!r}. Supported: {_supported_names()}.")
 
 

@@ -56,13 +56,9 @@ class RankedLists:
     _tool_ranks: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
-        counts = np.add.reduceat(self.judged.astype(np.int64), self.offsets[:-1]) if self.scores.size else None
-        per_query = np.zeros(len(self.query_ids), np.int64)
-        if counts is not None:
-            nonempty = self.offsets[1:] > self.offsets[:-1]
-            per_query[nonempty] = counts[nonempty]
-        self.mem_offsets = np.zeros(len(self.query_ids) + 1, np.int64)
-        np.cumsum(per_query, out=self.mem_offsets[1:])
+        judged_before = np.zeros(self.judged.size + 1, np.int64)
+        np.cumsum(self.judged, out=judged_before[1:])
+        self.mem_offsets = judged_before[self.offsets]  # judged documents before each query
         (self.n_groups, first_nan, self.mem_rel, self.mem_index, self.mem_input_rank, self.grp_score,
          self.grp_above, self.grp_size, self.grp_mem_start, self.grp_mem_end) = judged_groups(
             self.offsets, self.scores, self.rel, self.judged, self.mem_offsets)

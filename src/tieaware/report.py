@@ -97,7 +97,7 @@ class EvaluationReport(dict):
         frame = self.to_dataframe()[SUMMARY_COLUMNS]
         order = next(iter(self.values())).oblivious_order if self else "trec_eval"
         frame = frame.rename(columns={"oblivious": f"obl[{order}]"})
-        return frame.to_string(float_format=lambda x: f"{x:.{digits}f}")
+        return frame.to_string(float_format=lambda x: f"{round(x, digits) + 0.0:.{digits}f}")  # no "-0.0000"
 
 
 def per_query_frame(query_ids: list, table: np.ndarray) -> pd.DataFrame:

@@ -1,0 +1,143 @@
+"""Agreement with pytrec_eval (trec_eval's order) and ranx (ranx's order) on real
+files, and with the reference values shipped beside the Cranfield runs."""
+import json
+
+import numpy as np
+import pytest
+import pytrec_eval
+import ranx
+
+import tieaware
+
+# (our name, pytrec_eval measure, key in pytrec_eval's output)
+TREC_MEASURES = [
+    ("P.5", "P.5", "P_5"), ("P.10", "P.10", "P_10"), ("P.1000", "P.1000", "P_1000"),
+    ("recall.10", "recall.10", "recall_10"), ("recall.1000", "recall.1000", "recall_1000"),
+    ("ndcg_cut.10", "ndcg_cut.10", "ndcg_cut_10"), ("ndcg_cut.100", "ndcg_cut.100", "ndcg_cut_100"),
+    ("ndcg", "ndcg", "ndcg"), ("map", "map", "map"), ("map_cut.100", "map_cut.100", "map_cut_100"),
+    ("recip_rank", "recip_rank", "recip_rank"), ("Rprec", "Rprec", "Rprec"), ("bpref", "bpref", "bpref"),
+    ("success.1", "success.1", "success_1"), ("success.10", "success.10", "success_10"),
+]
+
+TREC_FILES = [  # (qrels, run, relevance level)
+    ("trec/trec_eval/qrels.test", "trec/trec_eval/results.test", 1),
+    ("trec/trec_eval/qrels.rel_level", "trec/trec_eval/results.test", 2),
+    ("trec/trec_eval/qrels.rel_level", "trec/trec_eval/results.test", 1),
+    ("trec/trec_eval/qrels.test", "trec/trec_eval/results.trunc", 1),
+    ("trec/trec_eval/qrels-302.test", "trec/trec_eval/results-302.test", 1),
+    ("trec/ir_measures/compat.qrels", "trec/ir_measures/compat.run", 1),
+    ("trec/ir_measures/compat.qrels", "trec/ir_measures/compat.run", 3),
+    ("trec/ir_measures/cwl.qrels", "trec/ir_measures/cwl.run", 1),
+    ("trec/ranx/qrels.trec", "trec/ranx/run.trec", 1),
+    ("cranfield/qrels.trec", "cranfield/runs/minilm-bf16.trec", 1),
+    ("cranfield/qrels.trec", "cranfield/runs/minilm-fp32.trec", 2),
+]
+
+
+def _pytrec(qrels, run, level):
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {m for _, m, _ in TREC_MEASURES}, relevance_level=level)
+    return evaluator.evaluate(run)
+
+
+def _tie_free(run):
+    """The same run with trec_eval's order made explicit: distinct, float32-exact scores."""
+    out = {}
+    for qid, docs in run.items():
+        order = sorted(sorted(docs, reverse=True), key=lambda d: -docs[d])
+        out[qid] = {d: float(len(order) - i) for i, d in enumerate(order)}
+    return out
+
+
+@pytest.mark.parametrize("qrels_path,run_path,level", TREC_FILES)
+def test_oblivious_equals_pytrec_eval(data_dir, qrels_path, run_path, level):
+    qrels = tieaware.read_trec_qrels(data_dir / qrels_path)
+    run = tieaware.read_trec_run(data_dir / run_path)
+    expected = _pytrec(qrels, run, level)
+    report = tieaware.evaluate(qrels, run, [m for m, _, _ in TREC_MEASURES], make_comparable=True,
+                               relevance_level=level)
+    assert expected, "pytrec_eval evaluated no query"
+    for name, _, key in TREC_MEASURES:
+        ours = report[name].per_query["oblivious"]
+        for qid, values in expected.items():
+            assert ours[qid] == pytest.approx(values[key], abs=1e-12), (name, qid)
+
+
+@pytest.mark.parametrize("qrels_path,run_path,level", TREC_FILES)
+def test_tie_free_all_statistics_equal_pytrec_eval(data_dir, qrels_path, run_path, level):
+    qrels = tieaware.read_trec_qrels(data_dir / qrels_path)
+    run = _tie_free(tieaware.read_trec_run(data_dir / run_path))
+    expected = _pytrec(qrels, run, level)
+    report = tieaware.evaluate(qrels, run, [m for m, _, _ in TREC_MEASURES], make_comparable=True,
+                               relevance_level=level)
+    for name, _, key in TREC_MEASURES:
+        frame = report[name].per_query
+        for qid, values in expected.items():
+            row = frame.loc[qid]
+            for column in ("expected", "min", "max", "oblivious"):
+                assert row[column] == pytest.approx(values[key], abs=1e-12), (name, qid, column)
+            assert row["variance"] == pytest.approx(0.0, abs=1e-15)
+
+
+RANX_METRICS = ["ndcg@10", "ndcg@100", "ndcg_burges@10", "dcg@10", "dcg_burges@5", "precision@10",
+                "recall@100", "f1@10", "hits@10", "hit_rate@5", "r-precision", "mrr", "mrr@10", "map", "map@100",
+                "bpref", "rbp.8", "ndcg@10-l2", "map@100-l3", "precision@10-l2"]
+
+
+@pytest.mark.parametrize("qrels_path,run_path", [
+    ("cranfield/qrels.trec", "cranfield/runs/minilm-bf16.trec"),
+    ("cranfield/qrels.trec", "cranfield/runs/minilm-fp32.trec"),
+    ("trec/trec_eval/qrels.test", "trec/trec_eval/results.test"),
+])
+@pytest.mark.parametrize("as_objects", [True, False], ids=["Run", "dict"])
+def test_oblivious_ranx_equals_ranx(data_dir, qrels_path, run_path, as_objects):
+    qrels_dict = tieaware.read_trec_qrels(data_dir / qrels_path)
+    run_dict = tieaware.read_trec_run(data_dir / run_path)
+    qrels_dict = {q: qrels_dict[q] for q in run_dict}  # ranx pairs dict queries by position
+    # ranx divides by min(N, R) = 0 in bpref when no judged non-relevant exist (Cranfield); trec_eval gives 1
+    metrics = [m for m in RANX_METRICS if m != "bpref" or "cranfield" not in qrels_path]
+    if as_objects:
+        qrels, run = ranx.Qrels(qrels_dict), ranx.Run(run_dict)
+    else:
+        qrels, run = qrels_dict, run_dict
+    ours = tieaware.evaluate(qrels, run, metrics, oblivious="ranx")
+    theirs = ranx.evaluate(qrels, run, metrics, return_mean=False, save_results_in_run=False)
+    for name in metrics:
+        np.testing.assert_allclose(ours[name].per_query["oblivious"].to_numpy(), theirs[name], rtol=0,
+                                   atol=1e-12, err_msg=name)
+
+
+def test_ranx_object_and_dict_orders_differ_and_both_are_reproduced(data_dir):
+    """ranx breaks ties in opposite directions for a Run and a dict of the same data."""
+    qrels = tieaware.read_trec_qrels(data_dir / "cranfield/qrels.trec")
+    run = tieaware.read_trec_run(data_dir / "cranfield/runs/minilm-bf16.trec")
+    qrels = {q: qrels[q] for q in run}
+    from_dict = ranx.evaluate(qrels, run, "ndcg@10")
+    from_run = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), "ndcg@10")
+    assert from_dict != pytest.approx(from_run, abs=1e-6)
+    assert tieaware.evaluate(qrels, run, "ndcg@10", oblivious="ranx").oblivious == pytest.approx(from_dict, abs=1e-12)
+    assert tieaware.evaluate(ranx.Qrels(qrels), ranx.Run(run), "ndcg@10",
+                             oblivious="ranx").oblivious == pytest.approx(from_run, abs=1e-12)
+
+
+@pytest.mark.parametrize("run_name", ["minilm-bf16", "minilm-bf16-upcast", "minilm-fp32"])
+def test_cranfield_reference_values(data_dir, run_name):
+    reference = json.loads((data_dir / "cranfield/runs/reference_values.json").read_text())["runs"][run_name]
+    report = tieaware.evaluate(data_dir / "cranfield/qrels.trec", data_dir / f"cranfield/runs/{run_name}.trec",
+                               ["ndcg_cut_10", "P_10", "recip_rank"])
+    for name in ("ndcg_cut_10", "P_10", "recip_rank"):
+        frame = report[name].per_query
+        for qid, values in reference["per_query_tie_expected"].items():
+            assert frame.loc[qid, "expected"] == pytest.approx(values[name], abs=1e-9), (name, qid)
+        for qid, values in reference["per_query_trec_eval"].items():
+            if name in values:
+                assert frame.loc[qid, "oblivious"] == pytest.approx(values[name], abs=1e-9), (name, qid)
+        assert report[name].expected == pytest.approx(reference["tie_expected_mean"][name], abs=1e-9)
+
+
+def test_bf16_run_has_real_spread(data_dir):
+    res = tieaware.evaluate(data_dir / "cranfield/qrels.trec", data_dir / "cranfield/runs/minilm-bf16.trec",
+                            "ndcg@10")
+    assert res.range > 0.005 and res.n_queries_with_ties > 50
+    fp32 = tieaware.evaluate(data_dir / "cranfield/qrels.trec", data_dir / "cranfield/runs/minilm-fp32.trec",
+                             "ndcg@10")
+    assert fp32.range < res.range / 10
