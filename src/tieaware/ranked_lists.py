@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 import weakref
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, repeat
+from operator import itemgetter
 
 import numpy as np
 from numba import njit
@@ -59,8 +60,8 @@ class RankedLists:
         judged_before = np.zeros(self.judged.size + 1, np.int64)
         np.cumsum(self.judged, out=judged_before[1:])
         self.mem_offsets = judged_before[self.offsets]  # judged documents before each query
-        (self.n_groups, first_nan, self.mem_rel, self.mem_index, self.mem_input_rank, self.grp_score,
-         self.grp_above, self.grp_size, self.grp_mem_start, self.grp_mem_end) = judged_groups(
+        (self.n_groups, first_nan, self.mem_rel, self.mem_index, self.mem_input_rank,
+         self.grp_above, self.grp_size, self.grp_mem_start, self.grp_mem_end, self.doc_slot) = judged_groups(
             self.offsets, self.scores, self.rel, self.judged, self.mem_offsets)
         bad = np.flatnonzero(first_nan >= 0)
         if bad.size:
@@ -72,7 +73,7 @@ class RankedLists:
 
     def _doc_id(self, index: int) -> str:
         buf, offs = self.doc_ids_utf8(np.array([index], np.int64))
-        return bytes(buf[offs[0]:offs[1]]).decode("utf-8")
+        return bytes(buf[offs[0]:offs[1] - 1]).decode("utf-8")  # without the NUL terminator
 
     def tool_rank(self, oblivious: str) -> np.ndarray:
         """Rank of each judged document inside its tie group under a tool's order."""
@@ -91,8 +92,7 @@ class RankedLists:
                            self.grp_mem_start, self.grp_mem_end, self.mem_index, ambiguous, self.ranx_order,
                            ranks)
             elif ambiguous.any():
-                slots, slot_offsets, doc_index = ambiguous_members(
-                    self.offsets, self.scores, self.n_groups, self.mem_offsets, self.grp_score, ambiguous)
+                slots, slot_offsets, doc_index = ambiguous_members(self.doc_slot, ambiguous)
                 id_bytes, id_offsets = self.doc_ids_utf8(doc_index)
                 member_query = np.repeat(np.arange(len(self.query_ids)), np.diff(self.mem_offsets))
                 mem_doc = self.offsets[member_query] + self.mem_index
@@ -104,10 +104,21 @@ class RankedLists:
 
 # ---------------------------------------------------------------- Python dicts
 def _utf8_ids(ids: list) -> tuple[np.ndarray, np.ndarray]:
-    encoded = [str(d).encode("utf-8") for d in ids]
-    lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
-    offsets = np.zeros(len(encoded) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
+    """NUL-terminated UTF-8 bytes of the ids, concatenated, and their (n+1,) offsets
+    (terminators make a plain byte comparison behave as C's strcmp)."""
+    try:
+        texts = "\0".join(ids)
+    except TypeError:  # non-string ids (e.g. ints in a dict run)
+        ids = [str(d) for d in ids]
+        texts = "\0".join(ids)
+    buf = np.frombuffer((texts + "\0").encode("utf-8"), np.uint8)
+    offsets = np.zeros(len(ids) + 1, np.int64)
+    ends = np.flatnonzero(buf == 0)
+    if ends.size == len(ids):
+        offsets[1:] = ends + 1
+        return buf, offsets
+    encoded = [t.encode("utf-8") + b"\0" for t in ids]  # an id holds NUL itself
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
     return np.frombuffer(b"".join(encoded), np.uint8), offsets
 
 
@@ -140,43 +151,40 @@ def _qrels_csr(qrels: dict, query_ids: list) -> tuple[np.ndarray, np.ndarray]:
 def _from_dicts(qrels: dict, run: dict, query_ids: list) -> RankedLists:
     qrel_offsets, qrel_rel = _qrels_csr(qrels, query_ids)
     empty: dict = {}
-    sizes = [len(run.get(q, empty)) for q in query_ids]
+    runs = [run.get(q, empty) for q in query_ids]
     offsets = np.zeros(len(query_ids) + 1, np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    score_list: list = []
-    rel_list: list = []
-    for qid in query_ids:
-        docs = run.get(qid, empty)
-        score_list.extend(docs.values())
-        judgments = qrels.get(qid)
-        if judgments:
-            marks = dict.fromkeys(docs, math.nan)
-            for doc, grade in judgments.items():
-                if doc in marks:
-                    marks[doc] = grade
-            rel_list.extend(marks.values())
-        else:
-            rel_list.extend(repeat(math.nan, len(docs)))
+    np.cumsum([len(docs) for docs in runs], out=offsets[1:])
+    total = int(offsets[-1])
     try:
-        scores = np.array(score_list, dtype=np.float64)
+        scores = np.fromiter(chain.from_iterable(docs.values() for docs in runs), np.float64, total)
     except (TypeError, ValueError):
-        for qid in query_ids:
-            docs = run.get(qid, empty)
+        for qid, docs in zip(query_ids, runs):
             _float_array(list(docs.values()), "Run score", qid, docs)
         raise
-    rel = np.array(rel_list, dtype=np.float64)  # grades were validated by _qrels_csr
-    judged = ~np.isnan(rel)
+
+    def grades(qid, docs):
+        judgments = qrels.get(qid)
+        if not judgments:
+            return repeat(math.nan, len(docs))
+        marks = dict.fromkeys(docs, math.nan)  # C-level; the Python loop runs over the judgments only
+        for doc, grade in judgments.items():
+            if doc in marks:
+                marks[doc] = grade
+        return marks.values()
+
+    rel = np.fromiter(chain.from_iterable(map(grades, query_ids, runs)), np.float64, total)
+    judged = ~np.isnan(rel)  # grades were validated by _qrels_csr, so NaN marks "unjudged"
     rel[~judged] = 0.0
 
     def doc_ids_utf8(indices: np.ndarray):
         query_of = np.searchsorted(offsets, indices, side="right") - 1
-        cache: dict = {}
-        ids = []
-        for q, i in zip(query_of.tolist(), indices.tolist()):
-            keys = cache.get(q)
-            if keys is None:
-                keys = cache[q] = list(run.get(query_ids[q], empty))
-            ids.append(keys[i - offsets[q]])
+        bounds = np.flatnonzero(np.diff(query_of, prepend=-1, append=-1))
+        ids: list = []
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            q = int(query_of[a])
+            local = (indices[a:b] - offsets[q]).tolist()
+            picked = itemgetter(*local)(list(runs[q]))
+            ids.extend(picked if len(local) > 1 else (picked,))
         return _utf8_ids(ids)
 
     return RankedLists(query_ids, offsets, scores, rel, judged, qrel_offsets, qrel_rel,
@@ -259,7 +267,7 @@ def _typed_qrels(qrels_td, query_ids):
 
 @njit(cache=True)
 def _typed_ids_utf8(run_td, query_ids, query_of, local_index):
-    """UTF-8 bytes of the requested documents (sorted by query, then local index)."""
+    """NUL-terminated UTF-8 bytes of the requested documents (sorted by query, then local index)."""
     lengths = np.zeros(query_of.shape[0] + 1, np.int64)
     for fill in range(2):
         if fill == 1:
@@ -284,8 +292,10 @@ def _typed_ids_utf8(run_td, query_ids, query_of, local_index):
                                 for b in range(1, k):
                                     buf[at + b] = 0x80 | ((o >> (6 * (k - 1 - b))) & 0x3F)
                         n += k
-                    if fill == 0:
-                        lengths[r + 1] = n
+                    if fill == 1:
+                        buf[offsets[r] + n] = 0
+                    else:
+                        lengths[r + 1] = n + 1
                     r += 1
                 i += 1
     return buf, offsets

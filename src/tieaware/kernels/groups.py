@@ -32,7 +32,8 @@ def _insertion_argsort_desc(primary, secondary, idx):
 
 @njit(cache=True)
 def _query_groups(scores, rel, judged, lo, hi, mem_lo,
-                  mem_rel, mem_index, mem_input_rank, grp_score, grp_above, grp_size, grp_mem_start, grp_mem_end):
+                  mem_rel, mem_index, mem_input_rank, grp_above, grp_size, grp_mem_start, grp_mem_end,
+                  doc_slot):
     """Judged groups of one query (documents lo..hi-1); members written from mem_lo.
 
     Returns (number of groups, local index of the first NaN score or -1).
@@ -90,6 +91,7 @@ def _query_groups(scores, rel, judged, lo, hi, mem_lo,
         s = q_scores[i]
         b = np.searchsorted(neg, -s)  # first group whose score <= s
         if b < n_groups and distinct[b] == s:  # in group b, so above groups b+1...
+            doc_slot[lo + i] = mem_lo + b
             if judged[lo + i]:
                 mem_input_rank[mem_lo + member_slot[i]] = sizes[b]
             sizes[b] += 1
@@ -100,7 +102,6 @@ def _query_groups(scores, rel, judged, lo, hi, mem_lo,
     for b in range(n_groups):
         running += above_hist[b]
         grp_above[mem_lo + b] = running
-        grp_score[mem_lo + b] = distinct[b]
         grp_size[mem_lo + b] = sizes[b]
     return n_groups, -1
 
@@ -117,24 +118,25 @@ def judged_groups(offsets, scores, rel, judged, mem_offsets):
     Returns:
         n_groups (Q,), first_nan (Q,), and per judged member (M,): rel (best-first
         within group), index in the query's input order, rank inside its group in
-        input order; per group slot (M,): score, above, size, start and end of its members.
-        Group slots of query q start at mem_offsets[q].
+        input order; per group slot (M,): above, size, start and end of its members.
+        Group slots of query q start at mem_offsets[q]. Per document (n,): its group
+        slot, or -1 outside every judged group.
     """
     n_queries = offsets.shape[0] - 1
     n_members = mem_offsets[-1]
     mem_rel = np.zeros(n_members, np.float64)
     mem_index = np.zeros(n_members, np.int64)
     mem_input_rank = np.zeros(n_members, np.int64)
-    grp_score = np.zeros(n_members, np.float64)
     grp_above = np.zeros(n_members, np.int64)
     grp_size = np.zeros(n_members, np.int64)
     grp_mem_start = np.zeros(n_members, np.int64)
     grp_mem_end = np.zeros(n_members, np.int64)
+    doc_slot = np.full(scores.shape[0], -1, np.int64)
     n_groups = np.zeros(n_queries, np.int64)
     first_nan = np.full(n_queries, -1, np.int64)
     for q in prange(n_queries):
         n_groups[q], first_nan[q] = _query_groups(
             scores, rel, judged, offsets[q], offsets[q + 1], mem_offsets[q],
-            mem_rel, mem_index, mem_input_rank, grp_score, grp_above, grp_size, grp_mem_start, grp_mem_end)
+            mem_rel, mem_index, mem_input_rank, grp_above, grp_size, grp_mem_start, grp_mem_end, doc_slot)
     return (n_groups, first_nan, mem_rel, mem_index, mem_input_rank,
-            grp_score, grp_above, grp_size, grp_mem_start, grp_mem_end)
+            grp_above, grp_size, grp_mem_start, grp_mem_end, doc_slot)

@@ -59,39 +59,28 @@ def ranx_ranks(offsets, scores, n_groups, mem_offsets, grp_above, grp_mem_start,
 
 
 @njit(cache=True)
-def ambiguous_members(offsets, scores, n_groups, mem_offsets, grp_score, ambiguous):
+def ambiguous_members(doc_slot, ambiguous):
     """Every document (global index) of every ambiguous group.
 
     Returns (slots (S,), slot_offsets (S+1,), doc_index (D,)): the S ambiguous
-    group slots and, CSR by slot, the documents with exactly that group's score.
+    group slots and, CSR by slot, their documents in input order.
     """
     slots = np.flatnonzero(ambiguous)
+    rank_of_slot = np.full(ambiguous.shape[0], -1, np.int64)
+    rank_of_slot[slots] = np.arange(slots.shape[0])
     counts = np.zeros(slots.shape[0] + 1, np.int64)
-    doc_index = np.empty(0, np.int64)
-    for fill in range(2):  # pass 0 counts, pass 1 fills
-        if fill == 1:
-            slot_offsets = np.cumsum(counts)
-            doc_index = np.empty(slot_offsets[-1], np.int64)
-            cursor = slot_offsets[:-1].copy()
-        s_lo = 0
-        for q in range(n_groups.shape[0]):
-            g_hi = mem_offsets[q] + n_groups[q]
-            s_hi = s_lo
-            while s_hi < slots.shape[0] and slots[s_hi] < g_hi:
-                s_hi += 1
-            if s_hi == s_lo:
-                continue
-            negated = -grp_score[slots[s_lo:s_hi]]  # ascending
-            for i in range(offsets[q], offsets[q + 1]):
-                w = np.searchsorted(negated, -scores[i])
-                if w < negated.shape[0] and negated[w] == -scores[i]:
-                    if fill == 0:
-                        counts[s_lo + w + 1] += 1
-                    else:
-                        doc_index[cursor[s_lo + w]] = i
-                        cursor[s_lo + w] += 1
-            s_lo = s_hi
-    return slots, np.cumsum(counts), doc_index
+    for i in range(doc_slot.shape[0]):
+        if doc_slot[i] >= 0 and ambiguous[doc_slot[i]]:
+            counts[rank_of_slot[doc_slot[i]] + 1] += 1
+    slot_offsets = np.cumsum(counts)
+    doc_index = np.empty(slot_offsets[-1], np.int64)
+    cursor = slot_offsets[:-1].copy()
+    for i in range(doc_slot.shape[0]):
+        if doc_slot[i] >= 0 and ambiguous[doc_slot[i]]:
+            a = rank_of_slot[doc_slot[i]]
+            doc_index[cursor[a]] = i
+            cursor[a] += 1
+    return slots, slot_offsets, doc_index
 
 
 @njit(cache=True)
