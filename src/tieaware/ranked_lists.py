@@ -135,17 +135,24 @@ def _float_array(values: list, kind: str, qid, docs: dict) -> np.ndarray:
 
 
 def _qrels_csr(qrels: dict, query_ids: list) -> tuple[np.ndarray, np.ndarray]:
-    grades = []
-    for qid in query_ids:
-        docs = qrels.get(qid, {})
-        values = _float_array(list(docs.values()), "Relevance", qid, docs)
-        if np.isnan(values).any():
-            doc = list(docs)[int(np.flatnonzero(np.isnan(values))[0])]
-            raise InputError(f"Relevance for query {qid!r}, document {doc!r} is NaN.")
-        grades.append(-np.sort(-values))
+    """Each query's grades, sorted descending, CSR; non-numeric or NaN grades are named."""
+    empty: dict = {}
+    judgments = [qrels.get(q, empty) for q in query_ids]
     offsets = np.zeros(len(query_ids) + 1, np.int64)
-    np.cumsum([len(g) for g in grades], out=offsets[1:])
-    return offsets, (np.concatenate(grades) if grades else np.empty(0))
+    np.cumsum([len(docs) for docs in judgments], out=offsets[1:])
+    try:
+        grades = np.fromiter(chain.from_iterable(docs.values() for docs in judgments), np.float64, int(offsets[-1]))
+    except (TypeError, ValueError):
+        for qid, docs in zip(query_ids, judgments):
+            _float_array(list(docs.values()), "Relevance", qid, docs)
+        raise
+    nan = np.flatnonzero(np.isnan(grades))
+    if nan.size:
+        q = int(np.searchsorted(offsets, nan[0], side="right") - 1)
+        doc = list(judgments[q])[nan[0] - offsets[q]]
+        raise InputError(f"Relevance for query {query_ids[q]!r}, document {doc!r} is NaN.")
+    query_of = np.repeat(np.arange(len(query_ids)), np.diff(offsets))
+    return offsets, grades[np.lexsort((-grades, query_of))]
 
 
 def _from_dicts(qrels: dict, run: dict, query_ids: list) -> RankedLists:
