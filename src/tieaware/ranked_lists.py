@@ -53,7 +53,7 @@ class RankedLists:
     qrel_offsets: np.ndarray
     qrel_rel: np.ndarray
     ranx_order: int | None
-    doc_ids_utf8: object  # callable(global doc indices) -> (bytes uint8, offsets)
+    doc_ids_utf8: object  # callable(sorted global doc indices) -> (NUL-terminated UTF-8 bytes, offsets)
     _tool_ranks: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -93,10 +93,13 @@ class RankedLists:
                            ranks)
             elif ambiguous.any():
                 slots, slot_offsets, doc_index = ambiguous_members(self.doc_slot, ambiguous)
-                id_bytes, id_offsets = self.doc_ids_utf8(doc_index)
+                by_index = np.argsort(doc_index)
+                id_bytes, id_offsets = self.doc_ids_utf8(doc_index[by_index])
+                id_row = np.empty_like(by_index)
+                id_row[by_index] = np.arange(by_index.size)
                 member_query = np.repeat(np.arange(len(self.query_ids)), np.diff(self.mem_offsets))
                 mem_doc = self.offsets[member_query] + self.mem_index
-                trec_eval_ranks(slots, slot_offsets, doc_index, id_bytes, id_offsets, mem_doc,
+                trec_eval_ranks(slots, slot_offsets, doc_index, id_row, id_bytes, id_offsets, mem_doc,
                                 self.grp_mem_start, self.grp_mem_end, ranks)
             self._tool_ranks[oblivious] = ranks
         return self._tool_ranks[oblivious]
@@ -240,17 +243,21 @@ def _typed_judgments(run_td, qrels_td, query_ids, offsets, scores, rel, judged):
                 found_grades.append(grade)
         if len(found_docs) == 0:
             continue
-        wanted = np.sort(np.asarray(found_scores))
+        by_score = np.argsort(np.asarray(found_scores))
+        wanted = np.asarray(found_scores)[by_score]
         j = lo
         for doc in docs.keys():
             s = scores[j]
             w = np.searchsorted(wanted, s)
-            if w < wanted.shape[0] and wanted[w] == s:
+            if w < wanted.shape[0] and wanted[w] == s:  # a judged document has this score: which one?
                 name = str(doc)
-                for f in range(len(found_docs)):
-                    if found_scores[f] == s and found_docs[f] == name:
+                while w < wanted.shape[0] and wanted[w] == s:
+                    f = by_score[w]
+                    if found_docs[f] == name:
                         rel[j] = found_grades[f]
                         judged[j] = True
+                        break
+                    w += 1
             j += 1
 
 
@@ -343,18 +350,8 @@ def _from_ranx_run(qrels, run: RanxRun, query_ids: list) -> RankedLists:
     qrel_offsets, qrel_rel = _typed_qrels(qrels_td, typed_ids)
 
     def doc_ids_utf8(indices: np.ndarray):
-        order = np.argsort(indices, kind="stable")
-        query_of = np.searchsorted(offsets, indices[order], side="right") - 1
-        buf, offs = _typed_ids_utf8(run.run, typed_ids, query_of, indices[order] - offsets[query_of])
-        # back to the caller's order
-        lengths = np.diff(offs)
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(order.size)
-        starts = offs[:-1][inverse]
-        out_offsets = np.zeros(indices.size + 1, np.int64)
-        np.cumsum(lengths[inverse], out=out_offsets[1:])
-        pieces = [buf[s:s + n] for s, n in zip(starts.tolist(), lengths[inverse].tolist())]
-        return (np.concatenate(pieces) if pieces else np.empty(0, np.uint8)), out_offsets
+        query_of = np.searchsorted(offsets, indices, side="right") - 1
+        return _typed_ids_utf8(run.run, typed_ids, query_of, indices - offsets[query_of])
 
     ranx_order = None if run.sorted else RANX_ARGSORT_NEGATED
     return RankedLists(query_ids, offsets, scores, rel, judged, qrel_offsets, qrel_rel, ranx_order,

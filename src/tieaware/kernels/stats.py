@@ -337,6 +337,9 @@ def query_stats(family, k, gain_code, level, floor, persistence, n_ret, n_rel, n
                            tool_rank, pos, rel)
         values[order] = _point_value(family, pos, rel, n_mem, cutoff, n_rel, n_nonrel, gain_code, level,
                                      floor, persistence, disc_rank)
+    if values[ORDER_WORST] == values[ORDER_BEST]:  # no tie can matter: E is exactly that value
+        expected = values[ORDER_BEST]
+        variance = 0.0
     if family <= RPREC:
         scale = _hits_scale(family, k, n_ret, n_rel)
     elif family == AP or family == BPREF:

@@ -94,12 +94,12 @@ def _bytes_greater(buf, a_lo, a_hi, b_lo, b_hi):
 
 
 @njit(cache=True, parallel=True)
-def trec_eval_ranks(slots, slot_offsets, doc_index, id_bytes, id_offsets, mem_doc, grp_mem_start,
+def trec_eval_ranks(slots, slot_offsets, doc_index, id_row, id_bytes, id_offsets, mem_doc, grp_mem_start,
                     grp_mem_end, tool_rank):
     """Fill tool_rank with trec_eval's order (document id descending) inside ambiguous groups.
 
-    id_bytes/id_offsets: UTF-8 ids of doc_index's documents, in that order;
-    mem_doc[m]: global index of judged member m.
+    id_bytes/id_offsets: a table of NUL-terminated UTF-8 ids; row id_row[x] holds
+    the id of document doc_index[x]; mem_doc[m]: global index of judged member m.
     """
     for a in prange(slots.shape[0]):
         gi = slots[a]
@@ -108,8 +108,11 @@ def trec_eval_ranks(slots, slot_offsets, doc_index, id_bytes, id_offsets, mem_do
             me = lo
             while doc_index[me] != mem_doc[m]:
                 me += 1
+            mine = id_row[me]
             rank = 0
             for x in range(lo, hi):
-                if _bytes_greater(id_bytes, id_offsets[x], id_offsets[x + 1], id_offsets[me], id_offsets[me + 1]):
+                other = id_row[x]
+                if _bytes_greater(id_bytes, id_offsets[other], id_offsets[other + 1], id_offsets[mine],
+                                  id_offsets[mine + 1]):
                     rank += 1
             tool_rank[m] = rank
