@@ -1,1 +1,76 @@
-"""pytest plugin for tie-stability checks (see issue: pytest plugin)."""
+"""pytest11 entry point of tieaware: fixture ``tie_check``, marker ``tie_stability``, ``--tie-*`` options,
+a "tie stability" terminal summary and a ``--tie-json`` report.
+
+Loading this module imports neither tieaware's kernels (numba) nor torch; the first check does.
+Check rows travel in ``report.user_properties`` and are collected where reports arrive, so the
+summary and the JSON report are complete under pytest-xdist.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .checker import USER_PROPERTY, TieCheck
+from .settings import OPTIONS, PARSERS, session_defaults
+from .summary import json_report, summary_table
+
+MARKER_HELP = ("tie_stability(max_range=None, max_abs_bias=None, max_std=None, metrics=None, oblivious=None): "
+               "limits, metrics and tie order of this test's tie_check checks (overrides --tie-* options and ini keys)")
+DEFAULTS_KEY = pytest.StashKey[dict]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tieaware", "tie-aware retrieval evaluation")
+    for key, (flag, ini_key, help_text) in OPTIONS.items():
+        metavar = {"metrics": "NAMES", "oblivious": "ORDER"}.get(key, "NUMBER")
+        group.addoption(flag, dest=ini_key, type=PARSERS[key], default=None, metavar=metavar,
+                        help=f"{help_text} (ini: {ini_key})")
+        parser.addini(ini_key, help_text, type="string", default="")
+    group.addoption("--tie-update-baseline", action="store_true", default=False,
+                    help="rewrite tie_check.against_baseline files that differ (like pytest-regressions' --force-regen)")
+    group.addoption("--tie-json", metavar="PATH", default=None,
+                    help="write every tie_check row and the environment to PATH as JSON")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_HELP)
+    config.stash[DEFAULTS_KEY] = session_defaults(config)
+    if not hasattr(config, "workerinput"):  # pytest-xdist workers send their rows to the controller
+        config.pluginmanager.register(TieStabilityReport(config), "tieaware-tie-stability-report")
+
+
+@pytest.fixture
+def tie_check(request: pytest.FixtureRequest) -> TieCheck:
+    """Tie-stability checks recorded for the session summary: ``tie_check.assert_stable(qrels, run,
+    metrics, max_range=...)`` and ``tie_check.against_baseline(name, qrels, run, metrics, tolerance=...)``."""
+    config = request.config
+    return TieCheck(request.node, config.stash[DEFAULTS_KEY], config.getoption("tie_update_baseline"))
+
+
+class TieStabilityReport:
+    """Collects check rows from test reports (local or from xdist workers); prints and writes them."""
+
+    def __init__(self, config: pytest.Config):
+        self.rows: list[dict] = []
+        json_path = config.getoption("tie_json")
+        self.json_path = Path(config.invocation_params.dir, json_path) if json_path else None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # user_properties accumulate over setup, call and teardown: the teardown report holds them all once.
+        if report.when == "teardown":
+            self.rows.extend(value for name, value in report.user_properties if name == USER_PROPERTY)
+
+    def pytest_sessionfinish(self) -> None:
+        if self.json_path is not None:
+            self.json_path.parent.mkdir(parents=True, exist_ok=True)
+            self.json_path.write_text(json.dumps(json_report(self.rows), indent=2) + "\n", encoding="utf-8")
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.rows:
+            terminalreporter.write_sep("=", "tie stability")
+            for line in summary_table(self.rows).splitlines():
+                terminalreporter.write_line(line, red=line.endswith("FAIL"))
+        if self.json_path is not None:
+            terminalreporter.write_line(f"tie stability JSON: {self.json_path}")

@@ -1,0 +1,104 @@
+"""Where a check's limits, metrics and tie order come from: the call, then the ``tie_stability``
+marker, then the command line, then the ini file. Pure Python: importing it loads no numba/torch."""
+from __future__ import annotations
+
+import argparse
+import math
+
+import pytest
+
+#: Tie orders `tieaware.evaluate` knows (kept equal to tieaware.ranked_lists.OBLIVIOUS_ORDERS by a test).
+OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input")
+LIMIT_KEYS = ("max_range", "max_abs_bias", "max_std")
+MARKER_KEYS = LIMIT_KEYS + ("metrics", "oblivious")
+#: setting -> (command-line flag, ini key, help)
+OPTIONS = {
+    "max_range": ("--tie-max-range", "tie_max_range",
+                  "fail a check when tie order can move a metric's mean by more than this (max - min)"),
+    "max_abs_bias": ("--tie-max-abs-bias", "tie_max_abs_bias",
+                     "fail a check when |oblivious - expected| exceeds this"),
+    "max_std": ("--tie-max-std", "tie_max_std",
+                "fail a check when the standard deviation over tie orderings exceeds this"),
+    "metrics": ("--tie-metrics", "tie_metrics",
+                "metrics of checks that name none, comma separated (e.g. ndcg@10,mrr@10)"),
+    "oblivious": ("--tie-oblivious", "tie_oblivious",
+                  f"tie order of the reported oblivious value: {', '.join(OBLIVIOUS_ORDERS)} (default trec_eval)"),
+}
+
+
+def non_negative_float(text: str) -> float:
+    """argparse type: a number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if math.isnan(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def oblivious_order(text: str) -> str:
+    """argparse type: one of OBLIVIOUS_ORDERS."""
+    if text not in OBLIVIOUS_ORDERS:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(OBLIVIOUS_ORDERS)}, got {text!r}")
+    return text
+
+
+def split_metric_names(text: str) -> list[str]:
+    """'ndcg@10, mrr@10 P(rel=2,judged_only=1)@5' -> names; commas inside parentheses stay."""
+    names, current, depth = [], "", 0
+    for char in text:
+        depth += (char == "(") - (char == ")")
+        if depth == 0 and (char == "," or char.isspace()):
+            names.append(current)
+            current = ""
+        else:
+            current += char
+    names.append(current)
+    return [name for name in names if name]
+
+
+PARSERS = {"max_range": non_negative_float, "max_abs_bias": non_negative_float, "max_std": non_negative_float,
+           "metrics": split_metric_names, "oblivious": oblivious_order}
+
+
+def session_defaults(config: pytest.Config) -> dict:
+    """{setting: value} from the command line, else the ini file; unset settings are left out."""
+    defaults = {}
+    for key, (flag, ini_key, _) in OPTIONS.items():
+        value = config.getoption(ini_key)
+        if value is None and config.getini(ini_key):
+            try:
+                value = PARSERS[key](config.getini(ini_key))
+            except argparse.ArgumentTypeError as error:
+                raise pytest.UsageError(f"ini option {ini_key}: {error}") from None
+        if value is not None:
+            defaults[key] = value
+    return defaults
+
+
+def marker_settings(node: pytest.Item) -> dict:
+    """The keyword arguments of the closest ``tie_stability`` marker, validated."""
+    __tracebackhide__ = True
+    marker = node.get_closest_marker("tie_stability")
+    if marker is None:
+        return {}
+    if marker.args:
+        raise TypeError(f"tie_stability marker takes keyword arguments only ({', '.join(MARKER_KEYS)}), "
+                        f"got positional {marker.args!r}")
+    unknown = sorted(set(marker.kwargs) - set(MARKER_KEYS))
+    if unknown:
+        raise TypeError(f"tie_stability marker: unknown argument(s) {unknown}; use {', '.join(MARKER_KEYS)}")
+    settings = dict(marker.kwargs)
+    if isinstance(settings.get("metrics"), str):
+        settings["metrics"] = split_metric_names(settings["metrics"])
+    return settings
+
+
+def resolve(call: dict, node: pytest.Item, defaults: dict) -> dict:
+    """Every setting from the first source that sets it: call, marker, command line, ini."""
+    __tracebackhide__ = True
+    merged = dict(defaults)
+    merged.update(marker_settings(node))
+    merged.update({key: value for key, value in call.items() if value is not None})
+    return merged

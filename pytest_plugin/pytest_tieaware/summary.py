@@ -1,0 +1,53 @@
+"""The session's check rows as a terminal section and as a JSON report. Pure Python."""
+from __future__ import annotations
+
+import platform
+from datetime import datetime, timezone
+from importlib import metadata
+
+SCHEMA = "tieaware-pytest"
+SCHEMA_VERSION = 1
+PACKAGES = ("tieaware", "ranx", "numba", "numpy", "pytest", "torch")
+SUMMARY_COLUMNS = ("test", "metric", "expected", "range", "bias", "limit", "result")
+
+
+def text_table(headers, rows) -> str:
+    """Fixed-width table: floats with 4 decimals and right-aligned, everything else left-aligned."""
+    cells = [[f"{value:.4f}" if isinstance(value, float) else str(value) for value in row] for row in rows]
+    right = [any(isinstance(row[i], float) for row in rows) for i in range(len(headers))]
+    widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
+    return "\n".join(
+        "  ".join(cell.rjust(w) if r else cell.ljust(w) for cell, w, r in zip(line, widths, right)).rstrip()
+        for line in [list(headers)] + cells)
+
+
+def summary_table(rows: list[dict]) -> str:
+    """One line per (test, metric): expected, range, bias, limit, pass/FAIL."""
+    return text_table(SUMMARY_COLUMNS, [
+        [row["test"], row["metric"], row["expected"], row["range"], row["bias"], row["limit"],
+         "pass" if row["passed"] else "FAIL"] for row in rows])
+
+
+def environment(rows: list[dict]) -> dict:
+    """Python and package versions (None: not installed) and the dtype labels the checks gave."""
+    versions = {"python": platform.python_version(), "platform": platform.platform()}
+    for package in PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    versions["dtypes"] = sorted({row["dtype"] for row in rows if row["dtype"] is not None})
+    return versions
+
+
+def json_report(rows: list[dict]) -> dict:
+    """The JSON document of ``--tie-json``."""
+    failed = sum(not row["passed"] for row in rows)
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "environment": environment(rows),
+        "counts": {"rows": len(rows), "passed": len(rows) - failed, "failed": failed},
+        "rows": rows,
+    }

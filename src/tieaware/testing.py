@@ -1,0 +1,156 @@
+"""Test helpers: fail a test when the order of tied scores alone can move a metric too far.
+
+    from tieaware.testing import assert_tie_stable
+
+    def test_model_has_no_spurious_ties():
+        assert_tie_stable(qrels, run, ["ndcg@10", "mrr@10"], max_range=0.01, max_abs_bias=0.005)
+
+Limits are a number for every metric or a ``{metric: number}`` mapping; a limit left out is not
+checked. The pytest plugin (fixture ``tie_check``) wraps these helpers and adds markers, options,
+baselines and a report.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .evaluate import evaluate
+from .report import EvaluationReport
+
+#: Limit keyword -> (statistic it bounds, how the message names it).
+LIMITS = {"max_range": ("range", "range"), "max_abs_bias": ("bias", "|bias|"), "max_std": ("std", "std")}
+WORST_QUERIES = 5
+#: Slack on every limit, for float round-off in means over queries (``max_abs_bias=0`` must hold
+#: on a run whose ties cannot matter).
+ROUNDOFF = 1e-12
+
+
+class TieInstabilityError(AssertionError):
+    """A metric moves too far under the order of tied documents.
+
+    Attributes:
+        results: the `EvaluationReport` of every metric checked.
+        violations: ``{metric: [reason, ...]}``, empty lists for the metrics that passed.
+    """
+
+    def __init__(self, message: str, results: EvaluationReport, violations: dict[str, list[str]]):
+        super().__init__(message)
+        self.results = results
+        self.violations = violations
+
+
+@dataclass(frozen=True)
+class TieStability:
+    """Outcome of `check_tie_stability`.
+
+    Attributes:
+        results: `EvaluationReport`, one `MetricResult` per metric.
+        limits: ``{metric: {limit keyword: value}}`` holding only the limits that were set.
+        violations: ``{metric: [reason, ...]}``; a metric passed when its list is empty.
+    """
+
+    results: EvaluationReport
+    limits: dict[str, dict[str, float]]
+    violations: dict[str, list[str]]
+
+    @property
+    def passed(self) -> bool:
+        return not any(self.violations.values())
+
+    def limit_text(self, metric: str) -> str:
+        """The limits of one metric in words, e.g. ``range<=0.01, |bias|<=0.005`` (``-`` when none)."""
+        limits = self.limits[metric]
+        return ", ".join(f"{LIMITS[key][1]}<={value:g}" for key, value in limits.items()) or "-"
+
+    def message(self) -> str:
+        """A table of every metric, then the queries with the widest range for each failing one."""
+        failing = [metric for metric, reasons in self.violations.items() if reasons]
+        order = next(iter(self.results.values())).oblivious_order
+        rows = []
+        for metric, result in self.results.items():
+            reasons = self.violations[metric]
+            rows.append({
+                "metric": metric, "expected": result.expected, f"obl[{order}]": result.oblivious,
+                "min": result.min, "max": result.max, "range": result.range, "bias": result.bias,
+                "limit": self.limit_text(metric),
+                "queries with ties": f"{result.n_queries_with_ties}/{result.n_queries}",
+                "status": "FAIL: " + "; ".join(reasons) if reasons else "ok",
+            })
+        lines = [f"tie order moves {len(failing)} of {len(rows)} metrics past their limits",
+                 _text_table(pd.DataFrame(rows))]
+        for metric in failing:
+            per_query = self.results[metric].per_query
+            worst = per_query[per_query["range"] > 0].nlargest(WORST_QUERIES, "range", keep="first")
+            if len(worst):
+                lines += ["", f"queries with the widest {metric} range:",
+                          _text_table(worst[["expected", "oblivious", "min", "max", "range"]].reset_index())]
+        return "\n".join(lines)
+
+
+def check_tie_stability(qrels, run, metrics, *, max_range=None, max_abs_bias=None, max_std=None,
+                        oblivious: str = "trec_eval") -> TieStability:
+    """Evaluate with `tieaware.evaluate` and hold each metric to its limits; never raises on a breach.
+
+    Args:
+        qrels, run, metrics, oblivious: as `tieaware.evaluate`.
+        max_range: largest allowed ``max - min`` of the mean (what tie order alone can do).
+        max_abs_bias: largest allowed ``|oblivious - expected|`` (how far the tool's number is off).
+        max_std: largest allowed standard deviation of the mean over tie orderings.
+            Each limit is a number >= 0, a ``{metric: number}`` mapping, or None or ``math.inf``
+            (not checked).
+    """
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    given = {"max_range": max_range, "max_abs_bias": max_abs_bias, "max_std": max_std}
+    limits = {name: _limits_of(name, given, names) for name in names}
+    results = evaluate(qrels, run, names, oblivious=oblivious)
+    violations = {}
+    for name, result in results.items():
+        violations[name] = []
+        for key, bound in limits[name].items():
+            statistic, label = LIMITS[key]
+            value = abs(getattr(result, statistic))
+            if value > bound + ROUNDOFF:
+                violations[name].append(f"{label} {value:.6g} > {bound:g}")
+    return TieStability(results, limits, violations)
+
+
+def assert_tie_stable(qrels, run, metrics, *, max_range=None, max_abs_bias=None, max_std=None,
+                      oblivious: str = "trec_eval"):
+    """Assert that no metric moves more under tie order than its limits allow.
+
+    Arguments as `check_tie_stability`. Returns what `tieaware.evaluate` returns (a `MetricResult`
+    for one metric name, else an `EvaluationReport`). Raises `TieInstabilityError` (an
+    AssertionError) whose message tables every metric (expected, oblivious, min, max, range, bias,
+    limit, queries with ties) and the five queries with the widest range of each failing metric.
+    """
+    __tracebackhide__ = True  # pytest shows the test's line, not this one
+    stability = check_tie_stability(qrels, run, metrics, max_range=max_range, max_abs_bias=max_abs_bias,
+                                    max_std=max_std, oblivious=oblivious)
+    if not stability.passed:
+        raise TieInstabilityError(stability.message(), stability.results, stability.violations)
+    return stability.results[metrics] if isinstance(metrics, str) else stability.results
+
+
+def _limits_of(metric: str, given: dict, metrics: list[str]) -> dict[str, float]:
+    """The limits that apply to one metric, validated: {keyword: value}."""
+    limits = {}
+    for key, limit in given.items():
+        if isinstance(limit, Mapping):
+            unknown = sorted(set(limit) - set(metrics))
+            if unknown:
+                raise ValueError(f"{key} names metrics that are not checked: {unknown} (checked: {metrics})")
+            limit = limit.get(metric)
+        if limit is None:
+            continue
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or math.isnan(limit) or limit < 0:
+            raise ValueError(f"{key} for {metric!r} must be a number >= 0, got {limit!r}")
+        if limit != math.inf:  # an infinite limit switches the check off
+            limits[key] = float(limit)
+    return limits
+
+
+def _text_table(frame: pd.DataFrame) -> str:
+    return frame.to_string(index=False, float_format=lambda x: f"{x:.4f}")

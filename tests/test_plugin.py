@@ -1,0 +1,343 @@
+"""pytest plugin (pytest_tieaware): fixture, marker, options, baselines, summary, JSON report, xdist.
+
+Inner sessions run in-process (pytester) except where a fresh interpreter is the point.
+"""
+import json
+import subprocess
+import sys
+from importlib import metadata
+
+import pytest
+
+
+@pytest.fixture(scope="module", autouse=True)
+def modules_loaded_before_inner_runs():
+    """pytester's in-process runs drop the modules first imported inside them. Load out here, once,
+    tieaware with its compiled kernels (numba breaks when imported twice in one process) and
+    hypothesis (its pytest plugin imports it lazily: ~2 s per inner run otherwise)."""
+    import hypothesis  # noqa: F401
+    from tieaware.testing import check_tie_stability
+
+    check_tie_stability({"q": {"a": 1}}, {"q": {"a": 1.0, "b": 1.0}}, "mrr")
+
+
+# MRR@10 of RUN: E 0.625, range 0.25 (q1's relevant d1 ties with d2), trec_eval bias -0.125, std 0.125.
+DATA = '''
+QRELS = {"q1": {"d1": 1, "d3": 2}, "q2": {"d2": 1}}
+RUN = {"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.4, "d4": 0.4}, "q2": {"d1": 0.9, "d2": 0.8}}
+'''
+# Same q1; q2's two docs tie too: E[MRR] 0.75, range 0.5.
+MORE_TIES = {"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.4, "d4": 0.4}, "q2": {"d1": 0.8, "d2": 0.8}}
+# Same q1; q2's relevant doc moves to rank 1: E[MRR] 0.875, range 0.25.
+BETTER_Q2 = {"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.4, "d4": 0.4}, "q2": {"d1": 0.7, "d2": 0.8}}
+
+
+def outcome(reprec, test: str) -> str:
+    """'passed' / 'failed' / 'skipped' of one test's call (or of its setup when that failed)."""
+    reports = [r for r in reprec.getreports("pytest_runtest_logreport")
+               if r.nodeid.endswith("::" + test) and (r.when == "call" or r.failed)]
+    return reports[0].outcome
+
+
+def test_loading_the_plugin_imports_neither_numba_nor_torch():
+    code = ("import pytest_tieaware.plugin, sys; "
+            "assert 'numba' not in sys.modules and 'torch' not in sys.modules, "
+            "sorted(m for m in ('numba', 'torch', 'tieaware') if m in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_oblivious_choices_match_the_core():
+    from pytest_tieaware.settings import OBLIVIOUS_ORDERS
+    from tieaware.ranked_lists import OBLIVIOUS_ORDERS as CORE_ORDERS
+
+    assert OBLIVIOUS_ORDERS == CORE_ORDERS
+
+
+def test_split_metric_names_keeps_parameters_together():
+    from pytest_tieaware.settings import split_metric_names
+
+    assert split_metric_names("ndcg@10, mrr@10\nP(rel=2,judged_only=1)@5") == [
+        "ndcg@10", "mrr@10", "P(rel=2,judged_only=1)@5"]
+
+
+def test_passing_and_failing_checks_with_the_message_table(pytester):
+    pytester.makepyfile(DATA + '''
+def test_ok(tie_check):
+    result = tie_check.assert_stable(QRELS, RUN, "mrr@10", max_range=0.25)
+    assert round(result, 3) == 0.625
+
+def test_too_wide(tie_check):
+    tie_check.assert_stable(QRELS, RUN, ["mrr@10", "ndcg@10"], max_range=0.2)
+''')
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "E   *tie order moves 1 of 2 metrics past their limits",
+        "E   *metric*expected*obl[[]trec_eval[]]*min*max*range*bias*limit*queries with ties*status",
+        "E   *mrr@10*0.6250*0.5000*0.5000*0.7500*0.2500*-0.1250*range<=0.2*1/2*FAIL: range 0.25 > 0.2",
+        "E   *ndcg@10*range<=0.2*1/2*ok",
+        "E   *queries with the widest mrr@10 range:",
+        "E   *q1*0.7500*0.5000*0.5000*1.0000*0.5000",
+    ])
+    # the traceback ends in the test, not inside the plugin
+    result.stdout.fnmatch_lines(["test_passing_and_failing_checks_with_the_message_table.py:9: TieInstabilityError"])
+
+
+LIMITS_FILE = DATA + '''
+import pytest
+
+def test_unmarked(tie_check):
+    tie_check.assert_stable(QRELS, RUN, "mrr@10")
+
+@pytest.mark.tie_stability(max_range=0.3)
+def test_marker_loose(tie_check):
+    tie_check.assert_stable(QRELS, RUN, "mrr@10")
+
+@pytest.mark.tie_stability(max_range=0.2)
+def test_marker_strict(tie_check):
+    tie_check.assert_stable(QRELS, RUN, "mrr@10")
+
+@pytest.mark.tie_stability(max_range=0.3)
+def test_call_beats_marker(tie_check):
+    tie_check.assert_stable(QRELS, RUN, "mrr@10", max_range=0.2)
+'''
+
+
+def test_ini_limit_applies_and_marker_and_call_override_it(pytester):
+    pytester.makeini("[pytest]\ntie_max_range = 0.2\n")
+    pytester.makepyfile(LIMITS_FILE)
+    reprec = pytester.inline_run()
+    assert {test: outcome(reprec, test) for test in
+            ("test_unmarked", "test_marker_loose", "test_marker_strict", "test_call_beats_marker")} == {
+        "test_unmarked": "failed", "test_marker_loose": "passed",
+        "test_marker_strict": "failed", "test_call_beats_marker": "failed"}
+
+
+def test_command_line_beats_ini_and_marker_beats_command_line(pytester):
+    pytester.makeini("[pytest]\ntie_max_range = 0.2\n")
+    pytester.makepyfile(LIMITS_FILE)
+    reprec = pytester.inline_run("--tie-max-range", "0.3")
+    assert outcome(reprec, "test_unmarked") == "passed"
+    assert outcome(reprec, "test_marker_strict") == "failed"
+
+
+def recorded_rows(reprec, test: str) -> list[dict]:
+    """The rows one test's checks put in its user_properties (its teardown report holds them all)."""
+    report = next(r for r in reprec.getreports("pytest_runtest_logreport")
+                  if r.nodeid.endswith("::" + test) and r.when == "teardown")
+    return [value for name, value in report.user_properties if name == "tie_stability"]
+
+
+SETTINGS_FILE = DATA + '''
+import pytest
+
+def test_default(tie_check):
+    tie_check.assert_stable(QRELS, RUN)
+
+@pytest.mark.tie_stability(metrics="mrr@10", max_abs_bias=0.2, oblivious="trec_eval")
+def test_marked(tie_check):
+    tie_check.assert_stable(QRELS, RUN)
+'''
+
+
+def test_metrics_bias_and_order_from_marker_command_line_and_ini(pytester):
+    pytester.makeini("[pytest]\ntie_metrics = ndcg@10 mrr@10\ntie_oblivious = input\ntie_max_abs_bias = 0.1\n")
+    pytester.makepyfile(SETTINGS_FILE)
+
+    def settings(reprec, test):
+        rows = recorded_rows(reprec, test)
+        return [row["metric"] for row in rows], rows[0]["oblivious_order"], rows[0]["limits"]
+
+    from_ini = pytester.inline_run()
+    assert settings(from_ini, "test_default") == (["ndcg@10", "mrr@10"], "input", {"max_abs_bias": 0.1})
+    assert outcome(from_ini, "test_default") == "failed"  # MRR under "input": bias +0.125
+    assert "FAIL: |bias| 0.125 > 0.1" in from_ini.matchreport("test_default").longreprtext
+    assert settings(from_ini, "test_marked") == (["mrr@10"], "trec_eval", {"max_abs_bias": 0.2})
+    assert outcome(from_ini, "test_marked") == "passed"
+
+    from_cli = pytester.inline_run("--tie-metrics", "P@1", "--tie-oblivious", "ranx", "--tie-max-abs-bias", "0.3")
+    assert settings(from_cli, "test_default") == (["P@1"], "ranx", {"max_abs_bias": 0.3})
+    assert outcome(from_cli, "test_default") == "passed"
+    assert settings(from_cli, "test_marked") == (["mrr@10"], "trec_eval", {"max_abs_bias": 0.2})
+
+
+def test_infinite_limit_in_the_call_switches_a_limit_off(pytester):
+    pytester.makepyfile(DATA + '''
+import math
+
+def test_unlimited(tie_check):
+    tie_check.assert_stable(QRELS, RUN, "mrr@10", max_range=math.inf)
+''')
+    reprec = pytester.inline_run("--tie-max-range", "0.1")
+    assert outcome(reprec, "test_unlimited") == "passed"
+    assert recorded_rows(reprec, "test_unlimited")[0]["limit"] == "-"
+
+
+def test_check_without_metrics_says_where_to_set_them(pytester):
+    pytester.makepyfile(DATA + '''
+def test_no_metrics(tie_check):
+    tie_check.assert_stable(QRELS, RUN, max_range=1)
+''')
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no metrics to check: pass metrics=*--tie-metrics or the tie_metrics ini key"])
+
+
+def test_bad_settings_are_usage_errors_naming_the_option(pytester):
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest("--tie-max-range", "wide")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--tie-max-range: expected a number >= 0, got 'wide'"])
+    result = pytester.runpytest("--tie-oblivious", "random")
+    result.stderr.fnmatch_lines(["*--tie-oblivious: expected one of trec_eval, ranx, input, got 'random'"])
+    pytester.makeini("[pytest]\ntie_max_abs_bias = -1\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini option tie_max_abs_bias: expected a number >= 0, got '-1'"])
+
+
+def test_unknown_marker_argument_is_an_error(pytester):
+    pytester.makepyfile(DATA + '''
+import pytest
+
+@pytest.mark.tie_stability(max_rang=0.1)
+def test_typo(tie_check):
+    tie_check.assert_stable(QRELS, RUN, "mrr@10")
+''')
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["E   *TypeError: tie_stability marker: unknown argument(s) [[]'max_rang'[]]; use max_range,*"])
+
+
+def baseline_test(run: str, tolerance: float = 1e-6) -> str:
+    return DATA + f'''
+RUN_NOW = {run}
+
+def test_model(tie_check):
+    tie_check.against_baseline("minilm bf16", QRELS, RUN_NOW, ["mrr@10", "ndcg@10"], tolerance={tolerance})
+'''
+
+
+def test_baseline_lifecycle(pytester):
+    def run_with(run: str, *args, tolerance=1e-6):
+        pytester.makepyfile(test_model=baseline_test(run, tolerance))
+        return pytester.runpytest(*args)
+
+    baseline = pytester.path / "test_model" / "test_model_minilm_bf16.json"
+    first = run_with("RUN")
+    first.assert_outcomes(failed=1)
+    first.stdout.fnmatch_lines(["tie baseline not found in data directory, written:", f"- {baseline}"])
+    stored = json.loads(baseline.read_text())
+    assert stored["schema_version"] == 1
+    assert stored["metrics"]["mrr@10"]["range"] == 0.25 and stored["metrics"]["mrr@10"]["expected"] == 0.625
+
+    run_with("RUN").assert_outcomes(passed=1)
+
+    grown = run_with(repr(MORE_TIES))
+    grown.assert_outcomes(failed=1)
+    grown.stdout.fnmatch_lines([
+        "E   *tie baseline check failed against *test_model_minilm_bf16.json (tolerance 1e-06):",
+        "E   *mrr@10*0.6250*0.7500*0.2500*0.5000*FAIL: range 0.5 grew past baseline 0.25; "
+        "expected 0.75 moved from baseline 0.625",
+    ])
+    run_with(repr(MORE_TIES), tolerance=0.3).assert_outcomes(passed=1)
+
+    moved = run_with(repr(BETTER_Q2))
+    moved.assert_outcomes(failed=1)
+    moved.stdout.fnmatch_lines(
+        ["E   *mrr@10*0.6250*0.8750*0.2500*0.2500*FAIL: expected 0.875 moved from baseline 0.625"])
+
+    updated = run_with(repr(MORE_TIES), "--tie-update-baseline")
+    updated.assert_outcomes(failed=1)
+    updated.stdout.fnmatch_lines(["tie baseline differs and --tie-update-baseline is set, rewritten:"])
+    assert json.loads(baseline.read_text())["metrics"]["mrr@10"]["range"] == 0.5
+    run_with(repr(MORE_TIES), "--tie-update-baseline").assert_outcomes(passed=1)  # nothing differs now
+    run_with(repr(MORE_TIES)).assert_outcomes(passed=1)
+
+
+def test_broken_baseline_file_says_how_to_repair(pytester):
+    pytester.makepyfile(test_model=baseline_test("RUN"))
+    (pytester.path / "test_model").mkdir()
+    (pytester.path / "test_model" / "test_model_minilm_bf16.json").write_text("{not json")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*is not valid JSON*; fix or delete it, or rerun with --tie-update-baseline"])
+    pytester.runpytest("--tie-update-baseline").assert_outcomes(failed=1)
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+SUMMARY_FILE = DATA + '''
+import pytest
+
+def test_ok(tie_check):
+    tie_check.assert_stable(QRELS, RUN, ["mrr@10", "ndcg@10"], max_range=0.3, dtype="bf16")
+
+@pytest.mark.tie_stability(max_range=0.2)
+def test_wide(tie_check):
+    tie_check.assert_stable(QRELS, RUN, "mrr@10")
+
+@pytest.mark.parametrize("case", range(4))
+def test_many(tie_check, case):
+    tie_check.assert_stable(QRELS, RUN, "mrr@10", max_abs_bias=0.2)
+
+def test_without_checks():
+    pass
+'''
+SUMMARY_LINES = [
+    "*= tie stability =*",
+    "test*metric*expected*range*bias*limit*result",
+    "test_summary.py::test_ok*mrr@10*0.6250*0.2500*-0.1250*range<=0.3*pass",
+    "test_summary.py::test_ok*ndcg@10*0.6473*0.0965*-0.0482*range<=0.3*pass",
+    "test_summary.py::test_wide*mrr@10*0.6250*0.2500*-0.1250*range<=0.2*FAIL",
+]
+ROW_KEYS = {"test", "check", "metric", "expected", "oblivious", "min", "max", "range", "bias", "std",
+            "oblivious_order", "n_queries", "n_queries_with_ties", "limits", "limit", "passed", "violations",
+            "dtype", "baseline"}
+
+
+def check_json_report(path, n_rows: int) -> list[dict]:
+    report = json.loads(path.read_text())
+    assert report["schema"] == "tieaware-pytest" and report["schema_version"] == 1
+    environment = report["environment"]
+    for package in ("tieaware", "ranx", "numba", "pytest"):
+        assert environment[package] == metadata.version(package)
+    assert environment["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert "torch" in environment and environment["dtypes"] == ["bf16"]
+    assert report["counts"] == {"rows": n_rows, "passed": n_rows - 1, "failed": 1}
+    assert all(set(row) == ROW_KEYS for row in report["rows"])
+    return report["rows"]
+
+
+def test_terminal_summary_and_json_report(pytester):
+    pytester.makepyfile(test_summary=SUMMARY_FILE)
+    result = pytester.runpytest("--tie-json", "reports/ties.json")
+    result.assert_outcomes(passed=6, failed=1)
+    result.stdout.fnmatch_lines(SUMMARY_LINES + [f"tie stability JSON: {pytester.path / 'reports' / 'ties.json'}"])
+    rows = check_json_report(pytester.path / "reports" / "ties.json", n_rows=7)
+    wide = next(row for row in rows if row["test"].endswith("test_wide"))
+    assert wide["passed"] is False and wide["violations"] == ["range 0.25 > 0.2"]
+    assert wide["limits"] == {"max_range": 0.2} and wide["check"] == "limits" and wide["dtype"] is None
+    assert (wide["expected"], wide["range"], wide["bias"], wide["n_queries_with_ties"]) == (0.625, 0.25, -0.125, 1)
+
+
+def test_no_section_without_checks(pytester):
+    pytester.makepyfile("def test_plain(): pass")
+    result = pytester.runpytest()
+    assert "tie stability" not in result.stdout.str()
+
+
+def test_xdist_rows_reach_the_controller(pytester):
+    pytester.makepyfile(test_summary=SUMMARY_FILE)
+    result = pytester.runpytest_subprocess("-n", "2", "--tie-json", "ties.json")
+    result.assert_outcomes(passed=6, failed=1)
+    result.stdout.fnmatch_lines(["*2 workers*"])
+    result.stdout.fnmatch_lines(SUMMARY_LINES[:2])
+    # workers finish in any order: look for every row on its own
+    for line in SUMMARY_LINES[2:] + [f"test_summary.py::test_many[[]{case}[]]*mrr@10*pass" for case in range(4)]:
+        result.stdout.fnmatch_lines([line])
+    rows = check_json_report(pytester.path / "ties.json", n_rows=7)
+    assert sorted(row["test"] for row in rows) == sorted(
+        ["test_summary.py::test_ok"] * 2 + ["test_summary.py::test_wide"]
+        + [f"test_summary.py::test_many[{case}]" for case in range(4)])
