@@ -1,0 +1,209 @@
+"""Plumbing shared by the HPS scorers: argument parsing, model loading, length-sorted batching,
+candidate loading, and turning scores into a ranx Run that is never cut inside a tie group."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+import ranx
+import torch
+
+DTYPES = {
+    "fp32": torch.float32, "float32": torch.float32,
+    "fp16": torch.float16, "float16": torch.float16, "half": torch.float16,
+    "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
+}
+DTYPE_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+
+# Precision of the scoring step, parsed from the public `hps` argument:
+#   "none"   hps=False   the scoring function (sigmoid/softmax/normalize/dot) runs in the model dtype
+#   "upcast" hps=True    logits / embeddings cast to fp32 right before it (the paper's HPS)
+#   "head"   hps="head"  the final layer (classifier / yes-no LM-head rows / pooling) runs in fp32 too
+MODES = ("none", "upcast", "head")
+MODE_SUFFIX = {"none": "", "upcast": "+hps", "head": "+hps_head"}
+
+
+def parse_dtype(dtype) -> torch.dtype | None:
+    """'fp32' / 'fp16' / 'bf16' (or their torch names, or a torch float dtype) -> torch dtype; None stays None."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, torch.dtype) and dtype in DTYPE_NAMES:
+        return dtype
+    if isinstance(dtype, str) and dtype.lower() in DTYPES:
+        return DTYPES[dtype.lower()]
+    raise ValueError(f"unknown dtype {dtype!r}: use 'fp32', 'fp16', 'bf16' or torch.float32/float16/bfloat16")
+
+
+def parse_hps(hps) -> str:
+    """Public `hps` argument (False, True or 'head') -> one of MODES."""
+    if isinstance(hps, (bool, np.bool_)):
+        return "upcast" if hps else "none"
+    if hps == "head":
+        return "head"
+    raise ValueError(f"unknown hps mode {hps!r}: use False, True or 'head'")
+
+
+def resolve_device(device) -> torch.device:
+    """The given device, else cuda when available, else cpu."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def load_model(model, tokenizer, auto_class, dtype: torch.dtype | None, device: torch.device):
+    """A path (str/Path) is loaded with `auto_class` (and its tokenizer, unless given); a loaded model is
+    moved and cast in place. dtype None keeps a loaded model's dtype and loads a path in fp32."""
+    if isinstance(model, (str, os.PathLike)):
+        from transformers import AutoTokenizer
+
+        tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(model)
+        model = auto_class.from_pretrained(model, dtype=dtype or torch.float32)
+    elif tokenizer is None:
+        raise ValueError("a loaded model needs its tokenizer: pass tokenizer=...")
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a local path or a torch module, not {type(model).__name__}")
+    model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
+    return model.eval(), tokenizer
+
+
+def length_sorted_batches(lengths, batch_size: int) -> Iterator[np.ndarray]:
+    """Index batches, longest first: little padding per batch, and an out-of-memory shows up at once."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
+    for start in range(0, len(order), batch_size):
+        yield order[start:start + batch_size]
+
+
+def check_queries(queries: Mapping, qids) -> None:
+    """Every qid has a non-empty query text."""
+    for qid in qids:
+        if qid not in queries:
+            raise KeyError(f"query {qid!r} is not in queries")
+        text = queries[qid]
+        if not isinstance(text, str):
+            raise TypeError(f"query {qid!r}: text must be a str, not {type(text).__name__}")
+        if not text.strip():
+            raise ValueError(f"query {qid!r} has an empty text")
+
+
+def check_docs(corpus: Mapping, docids, qid: str | None = None) -> None:
+    """Every docid is in the corpus with a str text (empty documents are allowed)."""
+    for docid in docids:
+        if docid not in corpus:
+            where = f"candidate doc {docid!r} of query {qid!r}" if qid is not None else f"doc {docid!r}"
+            raise KeyError(f"{where} is not in the corpus")
+        if not isinstance(corpus[docid], str):
+            raise TypeError(f"doc {docid!r}: text must be a str, not {type(corpus[docid]).__name__}")
+
+
+def load_candidates(candidates) -> dict[str, list[str]]:
+    """ranx Run, {qid: {docid: score}} (or {qid: [docid, ...]}), or a TREC run file -> {qid: [docid, ...]}."""
+    if isinstance(candidates, (str, os.PathLike)):
+        path = Path(candidates)
+        if not path.is_file():
+            raise FileNotFoundError(f"candidate run file not found: {path}")
+        candidates = ranx.Run.from_file(str(path), kind="trec")
+    if isinstance(candidates, ranx.Run):
+        candidates = candidates.to_dict()
+    if not isinstance(candidates, Mapping):
+        raise TypeError(f"candidates must be a ranx Run, a dict or a TREC run path, not {type(candidates).__name__}")
+    return {str(qid): [str(docid) for docid in docs] for qid, docs in candidates.items()}
+
+
+def keep_top_k_with_ties(scores: np.ndarray, k: int | None) -> np.ndarray:
+    """Indices of the k best scores plus every score tied with the k-th (all when k is None or >= len)."""
+    if k is not None and k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if k is None or len(scores) <= k:
+        return np.arange(len(scores))
+    kth_score = np.partition(scores, len(scores) - k)[len(scores) - k]
+    return np.flatnonzero(scores >= kth_score)
+
+
+def build_run(scored: Mapping[str, tuple], name: str, k: int | None = None) -> ranx.Run:
+    """{qid: (docids, float64 scores)} -> ranx Run, each query cut at k without splitting a tie group.
+    Scores stay full float64 (bf16/fp16/fp32 values are exact in it); NaN is an error naming the pair."""
+    run = {}
+    for qid, (docids, scores) in scored.items():
+        scores = np.asarray(scores, dtype=np.float64)
+        nan = np.flatnonzero(np.isnan(scores))
+        if len(nan):
+            raise ValueError(f"NaN score for query {qid!r}, doc {docids[nan[0]]!r} "
+                             "(an fp16 overflow? try bf16 or fp32)")
+        run[qid] = {docids[i]: float(scores[i]) for i in keep_top_k_with_ties(scores, k)}
+    return ranx.Run(run, name=name)
+
+
+def run_name(model, dtype: torch.dtype, mode: str) -> str:
+    """'<model dir name>_<dtype>[+hps|+hps_head]', with no spaces (the TREC tag column)."""
+    path = getattr(getattr(model, "config", None), "name_or_path", "") or type(model).__name__
+    return f"{Path(str(path)).name.replace(' ', '_')}_{DTYPE_NAMES.get(dtype, str(dtype))}{MODE_SUFFIX[mode]}"
+
+
+class Scorer:
+    """Arguments shared by every scorer.
+
+    model: a local path or a loaded transformers model (moved and cast in place); tokenizer: needed
+    with a loaded model. dtype: 'fp32' / 'fp16' / 'bf16' / a torch dtype, None keeps a loaded model's
+    dtype (a path loads in fp32). hps: False (scoring function in the model dtype), True (fp32 right
+    before it: the paper's High-Precision Scoring), 'head' (the final layer in fp32 too).
+    batch_size: texts or pairs per forward pass (batches are sorted by length); max_length: word pieces
+    per input (truncation); device: default cuda when available, else cpu; show_progress: tqdm bar.
+    Ids are strings; scores land in the Run as Python floats (exact copies of the bf16/fp16/fp32 values).
+    """
+
+    auto_class_name = "AutoModel"
+
+    def __init__(self, model, tokenizer=None, *, dtype=None, hps=True, batch_size: int = 32, device=None,
+                 max_length: int = 512, show_progress: bool = True):
+        import transformers
+
+        if batch_size < 1 or max_length < 1:
+            raise ValueError(f"batch_size and max_length must be >= 1, got {batch_size} and {max_length}")
+        self.hps = hps
+        self.mode = parse_hps(hps)
+        self.device = resolve_device(device)
+        auto_class = getattr(transformers, self.auto_class_name)
+        self.model, self.tokenizer = load_model(model, tokenizer, auto_class, parse_dtype(dtype), self.device)
+        self.dtype = next(self.model.parameters()).dtype
+        self.batch_size, self.max_length, self.show_progress = batch_size, max_length, show_progress
+
+    def rerank(self, queries: Mapping[str, str], corpus: Mapping[str, str], candidates, *,
+               k: int | None = None, name: str | None = None) -> ranx.Run:
+        """Score each query's candidates (ranx Run, {qid: {docid: score}} or TREC run path) -> ranx Run,
+        optionally cut at k keeping every doc tied with the k-th."""
+        run = self._rerank_runs(queries, corpus, candidates, (self.mode,), k)[self.mode]
+        run.name = name or run.name
+        return run
+
+    def _rerank_runs(self, queries, corpus, candidates, modes, k=None) -> dict[str, ranx.Run]:
+        """One pass over the candidates scored in several modes at once (the sweep shares the forward)."""
+        candidates = load_candidates(candidates)
+        if not any(candidates.values()):
+            raise ValueError("no candidates to rerank")
+        check_queries(queries, candidates)
+        for qid, docids in candidates.items():
+            check_docs(corpus, docids, qid)
+        scores = self._score_candidates(queries, corpus, candidates, modes)
+        return {mode: build_run({qid: (docids, scores[mode][qid]) for qid, docids in candidates.items()},
+                                run_name(self.model, self.dtype, mode), k) for mode in modes}
+
+    def _score_candidates(self, queries, corpus, candidates, modes) -> dict[str, dict[str, np.ndarray]]:
+        """{mode: {qid: float64 scores aligned with candidates[qid]}} via the pairwise _score_pairs."""
+        qids = [qid for qid, docids in candidates.items() for _ in docids]
+        docids = [docid for docs in candidates.values() for docid in docs]
+        flat = self._score_pairs([queries[q] for q in qids], [corpus[d] for d in docids], modes)
+        bounds = np.cumsum([0] + [len(docs) for docs in candidates.values()])
+        return {mode: {qid: flat[mode][bounds[i]:bounds[i + 1]] for i, qid in enumerate(candidates)}
+                for mode in modes}
+
+    def _score_pairs(self, query_texts, doc_texts, modes) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def _progress(self, total: int, unit: str, desc: str | None = None):
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, unit=unit, desc=desc, disable=not self.show_progress)

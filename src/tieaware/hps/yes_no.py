@@ -1,0 +1,109 @@
+"""Causal LMs as pointwise yes/no rerankers (Qwen3-Reranker style) with High-Precision Scoring."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ._common import Scorer, length_sorted_batches
+
+# Qwen3-Reranker's prompt (Zhang et al. 2025, model card); {instruction}, {query}, {document} are filled in.
+QWEN3_RERANKER_TEMPLATE = (
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "
+    'Instruct provided. Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n'
+    "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {document}<|im_end|>\n"
+    "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+)
+DEFAULT_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
+
+
+class YesNoReranker(Scorer):
+    """Score = P(yes) = softmax([z_no, z_yes])[1], z = the LM-head logits of the two tokens at the last
+    prompt position (computed as exp(log_softmax), as the Qwen3-Reranker reference code does).
+
+    The prompt is `template` with {query}, {document} and optionally {instruction}; only the document is
+    truncated so the prompt fits max_length. Batches are left-padded (position ids follow the mask), so the
+    last position is the answer slot of every row. hps=True upcasts the two logits before the softmax;
+    hps='head' computes them in fp32 from the last hidden state with the two LM-head rows (assumes
+    logits = lm_head(last hidden state), true of the Llama/Qwen/Mistral families).
+    See Scorer for the common arguments.
+    """
+
+    auto_class_name = "AutoModelForCausalLM"
+
+    def __init__(self, model, tokenizer=None, *, template: str = QWEN3_RERANKER_TEMPLATE,
+                 instruction: str = DEFAULT_INSTRUCTION, yes_token: str = "yes", no_token: str = "no",
+                 **kwargs):
+        if template.count("{document}") != 1 or "{query}" not in template:
+            raise ValueError("template needs {query} and exactly one {document}")
+        super().__init__(model, tokenizer, **kwargs)
+        before, after = template.split("{document}")
+        self._before, self._after, self.instruction = before, after, instruction
+        yes_id, no_id = self._token_id(yes_token), self._token_id(no_token)
+        self.token_ids = [no_id, yes_id]  # softmax order [no, yes]
+        self.pad_id = self.tokenizer.pad_token_id
+        if self.pad_id is None:
+            self.pad_id = self.tokenizer.eos_token_id
+        if self.pad_id is None:
+            raise ValueError("the tokenizer has neither a pad nor an eos token to pad with")
+
+    def _token_id(self, token: str) -> int:
+        token_id = self.tokenizer.convert_tokens_to_ids(token)
+        if token_id is None or (token_id == self.tokenizer.unk_token_id and token != self.tokenizer.unk_token):
+            raise ValueError(f"the tokenizer has no token {token!r}; pass yes_token=/no_token= as it spells them")
+        return token_id
+
+    def _prompts(self, query_texts, doc_texts) -> list[list[int]]:
+        """Token ids of before(query) + document + after(query), the document cut to fit max_length."""
+        def encode(texts):
+            return self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+
+        fill = [dict(query=q, instruction=self.instruction) for q in query_texts]
+        befores = encode(self._before.format(**f) for f in fill)
+        afters = encode(self._after.format(**f) for f in fill)
+        prompts = []
+        for before, doc, after, query in zip(befores, encode(doc_texts), afters, query_texts):
+            room = self.max_length - len(before) - len(after)
+            if room < 1:
+                raise ValueError(f"max_length={self.max_length} leaves no room for the document "
+                                 f"after the prompt of query {query[:60]!r}")
+            prompts.append(before + doc[:room] + after)
+        return prompts
+
+    def _left_padded(self, prompts) -> dict[str, torch.Tensor]:
+        width = max(map(len, prompts))
+        input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, ids in enumerate(prompts):
+            input_ids[row, width - len(ids):] = torch.tensor(ids)
+            attention_mask[row, width - len(ids):] = 1
+        position_ids = (attention_mask.cumsum(1) - 1).clamp(min=0)
+        return {name: t.to(self.device) for name, t in
+                dict(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids).items()}
+
+    @staticmethod
+    def _p_yes(no_yes_logits: torch.Tensor) -> torch.Tensor:
+        """exp(log_softmax([z_no, z_yes]))[1], in the dtype of the logits."""
+        return torch.log_softmax(no_yes_logits, dim=-1)[:, 1].exp()
+
+    @torch.inference_mode()
+    def _score_pairs(self, query_texts, doc_texts, modes) -> dict[str, np.ndarray]:
+        scores = {mode: np.empty(len(query_texts)) for mode in modes}
+        lm_head = self.model.get_output_embeddings()
+        rows_fp32 = lm_head.weight[self.token_ids].float()
+        bias_fp32 = None if lm_head.bias is None else lm_head.bias[self.token_ids].float()
+        lengths = [len(q) + len(d) for q, d in zip(query_texts, doc_texts)]
+        with self._progress(len(query_texts), "pair") as bar:
+            for batch in length_sorted_batches(lengths, self.batch_size):
+                prompts = self._prompts([query_texts[i] for i in batch], [doc_texts[i] for i in batch])
+                hidden = self.model.base_model(**self._left_padded(prompts)).last_hidden_state[:, -1]
+                if {"none", "upcast"} & set(modes):
+                    logits = lm_head(hidden)[:, self.token_ids]
+                    if "none" in modes:
+                        scores["none"][batch] = self._p_yes(logits).double().cpu().numpy()
+                    if "upcast" in modes:
+                        scores["upcast"][batch] = self._p_yes(logits.float()).double().cpu().numpy()
+                if "head" in modes:
+                    logits = torch.nn.functional.linear(hidden.float(), rows_fp32, bias_fp32)
+                    scores["head"][batch] = self._p_yes(logits).double().cpu().numpy()
+                bar.update(len(batch))
+        return scores
