@@ -7,6 +7,7 @@ Importing tieaware never imports torch; `tieaware.hps` does.
 from ranx import Qrels, Run
 
 from .census import census
+from .compare import ComparisonReport, compare
 from .errors import InputError, TieawareError, UnknownMetricError
 from .evaluate import evaluate
 from .inputs import read_trec_qrels, read_trec_run
@@ -16,7 +17,7 @@ from .report import EvaluationReport, MetricResult
 __version__ = "0.1.0"
 
 __all__ = [
-    "evaluate", "census", "MetricResult", "EvaluationReport", "MetricSpec", "parse_metric",
+    "evaluate", "compare", "census", "MetricResult", "EvaluationReport", "ComparisonReport", "MetricSpec", "parse_metric",
     "Qrels", "Run", "read_trec_qrels", "read_trec_run",
     "TieawareError", "InputError", "UnknownMetricError", "__version__",
 ]

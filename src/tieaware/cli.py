@@ -1,8 +1,403 @@
-"""`tieaware` console script."""
+"""`tieaware` console script: ``eval``, ``compare``, ``ties``, ``plot`` and ``score``.
+
+Exit codes: 0 success; 1 a check failed (``--fail-range-above``, ``--fail-on-flag``);
+2 bad input or usage, reported as one line on stderr. ``score`` imports torch
+(the ``hps`` extra) when it runs; no other command does.
+"""
+from __future__ import annotations
+
 import argparse
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .census import census
+from .compare import STAT_TESTS, compare
+from .errors import InputError
+from .evaluate import evaluate
+from .inputs import load_qrels, load_run
+from .metrics import parse_metric
+from .plot import DEFAULT_KS, plot_at_k
+from .ranked_lists import OBLIVIOUS_ORDERS
+from .report import SUMMARY_COLUMNS
+
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_ERROR = 0, 1, 2
+OUTPUT_FORMATS = ("table", "tsv", "csv", "json", "trec")
+HPS_MODES = {"none": False, "upcast": True, "head": "head"}
+SCORERS = ("bi-encoder", "cross-encoder", "yes-no")
+_TREC_CUTOFF_LIST = re.compile(r"(?P<base>[A-Za-z_]+[._])(?P<ks>\d+(?:,\d+)+)")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="tieaware")
-    parser.print_help()
-    return 0
+# ------------------------------------------------------------------ helpers
+def _metric_names(values: list, relevance_level: int) -> list:
+    """Names as given, trec_eval's ``P.5,10`` lists expanded, repeats dropped; each one parsed (so an
+    unknown name fails before any file is read)."""
+    names = []
+    for value in values:
+        match = _TREC_CUTOFF_LIST.fullmatch(value)
+        expanded = [match["base"] + k for k in match["ks"].split(",")] if match else [value]
+        names += [name for name in expanded if name not in names]
+    for name in names:
+        parse_metric(name, relevance_level)
+    return names
+
+
+def _run_names(paths: list) -> list:
+    """File stems as run names, or the paths as given when two stems coincide."""
+    stems = [Path(p).stem for p in paths]
+    return stems if len(set(stems)) == len(stems) else list(paths)
+
+
+def _progress(items: list, desc: str):
+    """A progress bar on stderr, drawn only on a terminal and only once a step takes over a second."""
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=desc, unit="run", delay=1.0, disable=not sys.stderr.isatty(), leave=False)
+
+
+def _fixed(value: float, digits: int) -> str:
+    """Fixed-point text without a "-0.0000" for tiny negative noise."""
+    return f"{round(value, digits) + 0.0:.{digits}f}"
+
+
+def _write_frame(frame: pd.DataFrame, fmt: str, digits: int) -> None:
+    """A flat DataFrame as an aligned table, TSV, CSV (full precision) or a JSON list of objects."""
+    if fmt == "table":
+        text = frame.to_string(index=False, float_format=lambda x: _fixed(x, digits))
+        sys.stdout.write(text + "\n")
+    elif fmt in ("tsv", "csv"):
+        frame.to_csv(sys.stdout, sep="\t" if fmt == "tsv" else ",", index=False, lineterminator="\n",
+                     float_format=lambda x: repr(float(x)))
+    else:
+        records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+        sys.stdout.write(json.dumps(records, indent=1) + "\n")
+
+
+# --------------------------------------------------------------------- eval
+def _eval_frame(name: str, report, per_query: bool) -> pd.DataFrame:
+    """One run's rows: run, metric, [query,] expected, oblivious, min, max, range, bias, std; with
+    ``per_query`` the per-query rows come first and the means follow as query 'all'."""
+    frame = report.to_dataframe()[SUMMARY_COLUMNS].reset_index()
+    if per_query:
+        queries = report.per_query().reset_index().rename(columns={"query_id": "query"})
+        queries["query"] = queries["query"].astype(str)
+        queries["std"] = np.sqrt(queries["variance"].clip(lower=0.0))
+        frame.insert(1, "query", "all")
+        frame = pd.concat([queries[frame.columns], frame], ignore_index=True)
+    frame.insert(0, "run", name)
+    return frame
+
+
+def _write_trec(frame: pd.DataFrame, digits: int) -> None:
+    """trec_eval's layout (``%-22s\\t%s\\t%.4f``) with E[M]: per-query lines grouped by query, then
+    the runid and the means under ``all``."""
+    out = sys.stdout
+    for run, block in frame.groupby("run", sort=False):
+        if "query" in block:
+            per_query = block[block["query"] != "all"]
+            position = {qid: i for i, qid in enumerate(pd.unique(per_query["query"]))}
+            per_query = per_query.sort_values("query", key=lambda q: q.map(position), kind="stable")
+            for row in per_query.itertuples(index=False):
+                out.write(f"{row.metric:<22}\t{row.query}\t{_fixed(row.expected, digits)}\n")
+            block = block[block["query"] == "all"]
+        out.write(f"{'runid':<22}\tall\t{run}\n")
+        for row in block.itertuples(index=False):
+            out.write(f"{row.metric:<22}\tall\t{_fixed(row.expected, digits)}\n")
+
+
+def cmd_eval(args) -> int:
+    metrics = _metric_names(args.metrics, args.relevance_level)
+    qrels = load_qrels(args.qrels)
+    frames = []
+    for name, path in _progress(list(zip(_run_names(args.runs), args.runs)), "evaluating"):
+        report = evaluate(qrels, load_run(path), metrics, make_comparable=args.make_comparable,
+                          oblivious=args.oblivious, relevance_level=args.relevance_level)
+        frames.append(_eval_frame(name, report, args.per_query))
+    frame = pd.concat(frames, ignore_index=True)
+    if args.output == "trec":
+        _write_trec(frame, args.digits)
+    elif args.output == "table":
+        table = frame.rename(columns={"oblivious": f"obl[{args.oblivious}]"})
+        _write_frame(table, "table", args.digits)
+    else:
+        _write_frame(frame, args.output, args.digits)
+    if args.fail_range_above is not None:
+        means = frame[frame["query"] == "all"] if args.per_query else frame
+        too_wide = means[means["range"] > args.fail_range_above]
+        for row in too_wide.itertuples(index=False):
+            print(f"tieaware: {row.run} {row.metric}: range {row.range:.6g} > {args.fail_range_above:g}",
+                  file=sys.stderr)
+        if not too_wide.empty:
+            return EXIT_CHECK_FAILED
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------ compare
+def cmd_compare(args) -> int:
+    metrics = _metric_names(args.metrics, args.relevance_level)
+    runs = dict(zip(_run_names(args.runs), args.runs))
+    report = compare(args.qrels, runs, metrics, stat_test=None if args.stat_test == "none" else args.stat_test,
+                     n_permutations=args.permutations, max_p=args.max_p, random_seed=args.seed,
+                     rounding_digits=args.digits, make_comparable=args.make_comparable, oblivious=args.oblivious,
+                     relevance_level=args.relevance_level, show_progress=sys.stderr.isatty())
+    if args.output == "table":
+        sys.stdout.write(report.to_table() + "\n")
+    elif args.output == "latex":
+        sys.stdout.write(report.to_latex() + "\n")
+    elif args.output == "json":
+        sys.stdout.write(report.to_json(indent=1) + "\n")
+    else:
+        _write_frame(report.pairs.reset_index() if args.pairs else report.to_dataframe().reset_index(),
+                     args.output, args.digits)
+    if args.plot:
+        report.plot(args.plot)
+    if args.fail_on_flag and not report.flagged.empty:
+        print(f"tieaware: tie order alone could flip {len(report.flagged)} comparison(s)", file=sys.stderr)
+        return EXIT_CHECK_FAILED
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------- ties
+def cmd_ties(args) -> int:
+    frames = {name: census(load_run(path), ks=args.k or DEFAULT_KS)
+              for name, path in zip(_run_names(args.runs), args.runs)}
+    frame = pd.concat(frames, names=["run", "k"]).reset_index()
+    _write_frame(frame, args.output, args.digits)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------- plot
+def cmd_plot(args) -> int:
+    runs = dict(zip(_run_names(args.runs), args.runs))
+    plot_at_k(args.qrels, runs, args.metrics or ["ndcg"], args.k or DEFAULT_KS, args.out,
+              oblivious=args.oblivious, relevance_level=args.relevance_level,
+              make_comparable=args.make_comparable, title=args.title)
+    print(f"tieaware: wrote {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+# -------------------------------------------------------------------- score
+def read_texts(path, with_title: bool = False) -> dict:
+    """``{id: text}`` from a JSONL file (BEIR: ``_id``/``id``, ``text``, optional ``title``), a TSV file
+    (``id<TAB>text``, MS MARCO style) or a JSON object ``{id: text}``. An empty text falls back to the
+    title; ``with_title`` puts the title first."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"Text file {str(path)!r} does not exist.")
+    if path.suffix.lower() == ".json":
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except ValueError as exc:
+            raise InputError(f"{path}: not valid JSON ({exc}).") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: a .json text file holds one object {{id: text}}.")
+        return {str(k): str(v) for k, v in data.items()}
+    texts = {}
+    jsonl = path.suffix.lower() == ".jsonl"
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{line_no}"
+            if jsonl:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    raise InputError(f"{where}: not a JSON object.") from None
+                key = next((k for k in ("_id", "id", "docid", "qid") if k in record), None)
+                if key is None or "text" not in record and "title" not in record:
+                    raise InputError(f"{where}: a JSONL record needs an id (_id or id) and a text.")
+                title, text = record.get("title") or "", record.get("text") or ""
+                texts[str(record[key])] = f"{title} {text}".strip() if with_title else (text or title)
+            else:
+                doc_id, tab, text = line.rstrip("\n").partition("\t")
+                if not tab:
+                    raise InputError(f"{where}: a TSV text line is id<TAB>text.")
+                texts[doc_id] = text
+    return texts
+
+
+def write_trec_run(run: dict, name: str, handle) -> int:
+    """Write ``{qid: {docid: score}}`` as a TREC run in trec_eval's order (score desc, doc id desc) with
+    scores as ``repr(float)``, which round-trips every float exactly; returns the number of lines."""
+    lines = 0
+    for qid, docs in run.items():
+        ranked = sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
+        for rank, (docid, score) in enumerate(ranked, 1):
+            handle.write(f"{qid} Q0 {docid} {rank} {float(score)!r} {name}\n")
+        lines += len(ranked)
+    return lines
+
+
+def cmd_score(args) -> int:
+    from . import hps  # torch and transformers: only here
+
+    scorer_class = {"bi-encoder": hps.BiEncoder, "cross-encoder": hps.CrossEncoder, "yes-no": hps.YesNoReranker}
+    options = dict(dtype=args.dtype, hps=HPS_MODES[args.hps], batch_size=args.batch_size, device=args.device,
+                   max_length=args.max_length, show_progress=sys.stderr.isatty())
+    if args.scorer == "bi-encoder":
+        options.update(pooling=args.pooling, normalize=not args.no_normalize, query_prefix=args.query_prefix,
+                       doc_prefix=args.doc_prefix)
+    elif args.scorer == "cross-encoder":
+        options.update(positive_index=args.positive_index)
+    elif args.instruction is not None:
+        options.update(instruction=args.instruction)
+    if args.candidates is None and args.scorer != "bi-encoder":
+        raise InputError(f"A {args.scorer} reranks: give --candidates RUN (only a bi-encoder searches the corpus).")
+    queries = read_texts(args.queries)
+    corpus = read_texts(args.corpus, with_title=args.with_title)
+    scorer = scorer_class[args.scorer](args.model, **options)
+    if args.candidates is None:
+        run = scorer.search(queries, corpus, k=args.k or 100, name=args.name)
+    else:
+        run = scorer.rerank(queries, corpus, args.candidates, k=args.k, name=args.name)
+    scores = run.to_dict()
+    name = (args.name or run.name or "tieaware").replace(" ", "_")
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            lines = write_trec_run(scores, name, handle)
+    else:
+        lines = write_trec_run(scores, name, sys.stdout)
+    at_10 = census(scores, ks=(10,)).loc[10]
+    print(f"tieaware: {lines} lines, {len(scores)} queries{' to ' + args.out if args.out else ''}; "
+          f"tie census: unique scores@10 {at_10['unique_scores']:.2f}, "
+          f"mean tie-group size@10 {at_10['mean_tie_group_size']:.3f}", file=sys.stderr)
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------- parser
+def _evaluation_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--oblivious", choices=OBLIVIOUS_ORDERS, default="trec_eval",
+                        help="whose tie order gives the oblivious value (default: trec_eval: score desc, docid desc)")
+    common.add_argument("-l", "--relevance-level", type=int, default=1, metavar="L",
+                        help="judgments >= L are relevant (default 1)")
+    common.add_argument("-c", "--make-comparable", action="store_true",
+                        help="score qrels queries missing from a run as 0 and drop run queries without qrels")
+    common.add_argument("--digits", type=int, default=4, help="decimals in table/trec/latex output (default 4)")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tieaware", description="Tie-aware retrieval evaluation: E[M], min, max, range, bias and variance "
+        "of IR metrics over all orderings of tied scores.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common = _evaluation_options()
+    metric_help = ("metric names in ranx, trec_eval or ir_measures syntax (ndcg@10, ndcg_cut.10, nDCG@10; "
+                   "P.5,10 lists cutoffs); repeat -m or give several names")
+
+    ev = commands.add_parser("eval", parents=[common], help="evaluate runs tie-aware",
+                             description="Evaluate runs: E[M], oblivious value, min, max, range, bias, std.")
+    ev.add_argument("qrels")
+    ev.add_argument("runs", nargs="+", metavar="run")
+    ev.add_argument("-m", "--metric", dest="metrics", action="extend", nargs="+", required=True, metavar="METRIC",
+                    help=metric_help)
+    ev.add_argument("-q", "--per-query", action="store_true", help="per-query values too (query 'all': the mean)")
+    ev.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default="table",
+                    help="table, tsv, csv, json (a list of objects) or trec (trec_eval's layout with E[M])")
+    ev.add_argument("--fail-range-above", type=float, metavar="X",
+                    help="exit 1 when the range of any mean (max - min over tie orders) exceeds X")
+    ev.set_defaults(handler=cmd_eval)
+
+    cp = commands.add_parser("compare", parents=[common], help="compare runs: significance and tie-order flips",
+                             description="Runs x metrics with E[M], range and oblivious values, significance "
+                             "tests on per-query E[M], and the pairs whose order tie order alone could flip.")
+    cp.add_argument("qrels")
+    cp.add_argument("runs", nargs="+", metavar="run")
+    cp.add_argument("-m", "--metric", dest="metrics", action="extend", nargs="+", required=True, metavar="METRIC",
+                    help=metric_help)
+    cp.add_argument("--stat-test", choices=STAT_TESTS + ("none",), default="student")
+    cp.add_argument("--max-p", type=float, default=0.01, help="significance threshold (default 0.01)")
+    cp.add_argument("--permutations", type=int, default=1000, help="Fisher's randomization test permutations")
+    cp.add_argument("--seed", type=int, default=42, help="Fisher's randomization test seed")
+    cp.add_argument("-o", "--output", choices=("table", "latex", "json", "tsv", "csv"), default="table")
+    cp.add_argument("--pairs", action="store_true", help="tsv/csv: one row per pair of runs instead of per run")
+    cp.add_argument("--plot", metavar="PNG", help="also draw the metric@k curves to this file")
+    cp.add_argument("--fail-on-flag", action="store_true",
+                    help="exit 1 when tie order alone could flip any comparison")
+    cp.set_defaults(handler=cmd_compare)
+
+    ti = commands.add_parser("ties", help="tie census of runs",
+                             description="Per cutoff k: unique scores@k, mean tie-group size@k, share of "
+                             "queries with a tie group straddling k, largest tie group.")
+    ti.add_argument("runs", nargs="+", metavar="run")
+    ti.add_argument("-k", type=int, action="extend", nargs="+", help=f"cutoffs (default {DEFAULT_KS})")
+    ti.add_argument("-o", "--output", choices=("table", "tsv", "csv", "json"), default="table")
+    ti.add_argument("--digits", type=int, default=4, help="decimals in table output (default 4)")
+    ti.set_defaults(handler=cmd_ties)
+
+    pl = commands.add_parser("plot", parents=[common], help="metric@k curves with tie bands to PNG",
+                             description="Draw E[M] against k per run, the [min, max] band over tie orders "
+                             "and the oblivious values; needs matplotlib (pip install 'tieaware[plot]').")
+    pl.add_argument("qrels")
+    pl.add_argument("runs", nargs="+", metavar="run")
+    pl.add_argument("-m", "--metric", dest="metrics", action="extend", nargs="+",
+                    help="metric families with a cutoff: ndcg, P, recall, mrr, map, ... (default ndcg)")
+    pl.add_argument("-k", type=int, action="extend", nargs="+", help=f"cutoffs (default {DEFAULT_KS})")
+    pl.add_argument("--out", required=True, help="image file (PNG, SVG, PDF by suffix)")
+    pl.add_argument("--title")
+    pl.set_defaults(handler=cmd_plot)
+
+    sc = commands.add_parser("score", help="HPS scoring with a transformers model -> TREC run",
+                             description="Score with a local transformers model, the final scoring step in "
+                             "fp32 (High-Precision Scoring), and write a TREC run with full-precision scores. "
+                             "Needs the hps extra: pip install 'tieaware[hps]'.")
+    sc.add_argument("model", help="local model directory (transformers format)")
+    sc.add_argument("--scorer", choices=SCORERS, default="bi-encoder")
+    sc.add_argument("--queries", required=True, help="queries: .jsonl (_id, text), .tsv (id<TAB>text) or .json")
+    sc.add_argument("--corpus", required=True, help="documents: .jsonl (_id, title, text), .tsv or .json")
+    sc.add_argument("--candidates", help="TREC run whose documents to rerank (else a bi-encoder searches)")
+    sc.add_argument("-k", type=int, help="keep the top k per query plus every doc tied with the k-th "
+                    "(search default 100; rerank default all)")
+    sc.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32", help="model dtype")
+    sc.add_argument("--hps", choices=tuple(HPS_MODES), default="upcast",
+                    help="scoring step precision: none (model dtype), upcast (fp32 scoring function, "
+                    "default), head (final layer in fp32 too)")
+    sc.add_argument("--batch-size", type=int, default=32)
+    sc.add_argument("--max-length", type=int, default=512)
+    sc.add_argument("--device", help="torch device (default cuda if available, else cpu)")
+    sc.add_argument("--name", help="run tag (default: model dir, dtype, hps)")
+    sc.add_argument("--out", help="output TREC run (default stdout)")
+    sc.add_argument("--with-title", action="store_true", help="document text = title + text")
+    bi = sc.add_argument_group("bi-encoder")
+    bi.add_argument("--pooling", choices=("mean", "cls", "last_token"), default="mean")
+    bi.add_argument("--no-normalize", action="store_true", help="plain dot product instead of cosine")
+    bi.add_argument("--query-prefix", default="")
+    bi.add_argument("--doc-prefix", default="")
+    sc.add_argument_group("cross-encoder").add_argument("--positive-index", type=int)
+    sc.add_argument_group("yes-no").add_argument("--instruction")
+    sc.set_defaults(handler=cmd_score)
+    return parser
+
+
+def _error_line(exc: BaseException) -> str:
+    message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    return " ".join(str(message).split())
+
+
+def main(argv=None) -> int:
+    """Run the ``tieaware`` command line; returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_OK if exc.code in (0, None) else EXIT_ERROR
+    try:
+        return args.handler(args)
+    except BrokenPipeError:  # e.g. `tieaware eval ... -q | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except (ValueError, OSError, KeyError, ImportError) as exc:
+        print(f"tieaware {args.command}: error: {_error_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

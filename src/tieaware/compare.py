@@ -1,0 +1,337 @@
+"""`compare`: several runs side by side, tie-aware (the drop-in for ``ranx.compare``).
+
+For each run and metric the report holds E[M] with its [min, max] over tie
+orderings and the value a tool reports under its own tie order (oblivious).
+Significance tests (ranx's own code: paired Student's t-test, Fisher's
+randomization test, Tukey's HSD) run on the per-query E[M]. Each pair of runs is
+flagged when tie order alone could flip the conclusion: the oblivious values
+order the two runs differently from E[M], or their [min, max] intervals overlap.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tabulate import tabulate
+
+from .errors import InputError
+from .evaluate import evaluate
+from .inputs import RanxRun, load_qrels, load_run
+from .report import SUMMARY_COLUMNS
+
+STAT_TESTS = ("student", "fisher", "tukey")
+STAT_TEST_LABELS = {
+    "student": "paired Student's t-test",
+    "fisher": "Fisher's randomization test",
+    "tukey": "Tukey's HSD test",
+}
+#: Differences of means at or below this count as equal (summation noise of float64 means).
+EQUAL_TOLERANCE = 1e-12
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_SUPERSCRIPTS = "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ۹ʳˢᵗᵘᵛʷˣʸᶻ"
+PAIR_COLUMNS = ["expected_a", "expected_b", "oblivious_a", "oblivious_b", "min_a", "max_a", "min_b", "max_b",
+                "p_value", "significant", "order_flip", "intervals_overlap", "tie_sensitive"]
+
+
+def _label(index: int) -> str:
+    return _LETTERS[index] if index < len(_LETTERS) else str(index + 1)
+
+
+def _superscript(index: int) -> str:
+    return _SUPERSCRIPTS[index] if index < len(_SUPERSCRIPTS) else f"^{index + 1}"
+
+
+def _sign(difference: float) -> int:
+    return 0 if abs(difference) <= EQUAL_TOLERANCE else (1 if difference > 0 else -1)
+
+
+def named_runs(runs) -> dict:
+    """Runs as ``{name: run}``.
+
+    Accepts a dict ``{name: run}`` or a sequence of ranx Runs (named by
+    ``run.name``), paths (named by the file stem) or dicts/DataFrames (named
+    ``run_1``, ``run_2``, ... as ranx does). Paths are read here, once.
+    """
+    if isinstance(runs, dict):
+        for name, run in runs.items():
+            if isinstance(run, dict) and run and not isinstance(next(iter(run.values())), dict):
+                raise InputError(f"runs[{name!r}] maps documents to scores: `runs` must map run names to "
+                                 "runs ({name: {qid: {docid: score}}}), or be a list of runs.")
+        named = dict(runs)
+    elif isinstance(runs, (str, os.PathLike, RanxRun)):
+        raise InputError("`runs` must be a list of runs or a dict {name: run}, not a single run.")
+    else:
+        named = {}
+        for i, run in enumerate(runs):
+            if isinstance(run, RanxRun) and run.name:
+                name = run.name
+            elif isinstance(run, (str, os.PathLike)):
+                name = Path(run).stem
+            else:
+                name = f"run_{i + 1}"
+            if name in named:
+                raise InputError(f"Two runs are named {name!r}: pass a dict {{name: run}} to name them.")
+            named[name] = run
+    return {name: load_run(run) if isinstance(run, (str, os.PathLike)) else run for name, run in named.items()}
+
+
+def _progress(items, show: bool, desc: str):
+    if not show:
+        return items
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=desc, unit="run", delay=1.0)
+
+
+class ComparisonReport:
+    """The result of `compare`; print it, or export it.
+
+    Attributes:
+        run_names: runs in the order given; ``a``, ``b``, ... in the tables.
+        metrics: metric names as given.
+        results: ``{run: EvaluationReport}``: every MetricResult (expected, oblivious,
+            min, max, range, bias, std, per_query).
+        pairs: DataFrame indexed by (metric, run_a, run_b), one row per pair of runs:
+            the two runs' expected, oblivious, min and max values, ``p_value`` and
+            ``significant`` (on per-query E[M]), ``order_flip`` (the oblivious values
+            order the runs differently from E[M]), ``intervals_overlap`` (each run's
+            best tie order beats the other's worst) and ``tie_sensitive`` (either).
+        stat_test, max_p, oblivious_order: the settings used.
+    """
+
+    def __init__(self, results: dict, metrics: list, pairs: pd.DataFrame, *, stat_test, max_p: float,
+                 oblivious_order: str, rounding_digits: int = 4, show_percentages: bool = False):
+        self.results = results
+        self.run_names = list(results)
+        self.metrics = list(metrics)
+        self.pairs = pairs
+        self.stat_test = stat_test
+        self.max_p = max_p
+        self.oblivious_order = oblivious_order
+        self.rounding_digits = rounding_digits
+        self.show_percentages = show_percentages
+
+    # ------------------------------------------------------------------ data
+    @property
+    def flagged(self) -> pd.DataFrame:
+        """The rows of `pairs` whose conclusion tie order alone could flip."""
+        return self.pairs[self.pairs["tie_sensitive"]]
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per (run, metric): expected, oblivious, min, max, range, bias, std."""
+        frames = {name: report.to_dataframe()[SUMMARY_COLUMNS] for name, report in self.results.items()}
+        return pd.concat(frames, names=["run", "metric"])
+
+    def to_dict(self) -> dict:
+        """Settings, per-run summaries and per-pair tests and flags (JSON-ready)."""
+        pairs = self.pairs.reset_index()
+        pairs = pairs.astype(object).where(pairs.notna(), None)
+        return {
+            "stat_test": self.stat_test, "max_p": self.max_p, "oblivious_order": self.oblivious_order,
+            "metrics": self.metrics, "run_names": self.run_names,
+            "results": {name: {m: r.to_dict() for m, r in report.items()} for name, report in self.results.items()},
+            "pairs": pairs.to_dict(orient="records"),
+        }
+
+    def to_json(self, **kwargs) -> str:
+        return json.dumps(self.to_dict(), **kwargs)
+
+    def save(self, path) -> None:
+        """Write `to_dict` as JSON."""
+        Path(path).write_text(self.to_json(indent=2), encoding="utf-8")
+
+    # ------------------------------------------------------------ formatting
+    def _format(self, value: float) -> str:
+        if self.show_percentages:
+            return f"{100 * value:.{max(self.rounding_digits - 2, 0)}f}"
+        return f"{value:.{self.rounding_digits}f}"
+
+    def _better_than(self, run: str, metric: str) -> list[int]:
+        """Indices of the runs this run beats significantly on `metric`."""
+        mine = self.results[run][metric].expected
+        out = []
+        for j, other in enumerate(self.run_names):
+            if other == run:
+                continue
+            row = self._pair_row(metric, run, other)
+            if row["significant"] and mine > self.results[other][metric].expected:
+                out.append(j)
+        return out
+
+    def _pair_row(self, metric: str, run_a: str, run_b: str) -> pd.Series:
+        key = (metric, run_a, run_b) if (metric, run_a, run_b) in self.pairs.index else (metric, run_b, run_a)
+        return self.pairs.loc[key]
+
+    def _flagged_runs(self, metric: str) -> set:
+        flagged = self.flagged.reset_index()
+        flagged = flagged[flagged["metric"] == metric]
+        return set(flagged["run_a"]) | set(flagged["run_b"])
+
+    def to_table(self) -> str:
+        """Runs x metrics: E[M] with significance superscripts, range, oblivious value; then the flags."""
+        headers = ["#", "Run"]
+        for metric in self.metrics:
+            headers += [metric, "range", "obl"]
+        rows = []
+        for i, run in enumerate(self.run_names):
+            row = [_label(i), run]
+            for metric in self.metrics:
+                result = self.results[run][metric]
+                marks = "".join(_superscript(j) for j in self._better_than(run, metric))
+                row += [self._format(result.expected) + marks, self._format(result.range),
+                        self._format(result.oblivious)]
+            rows.append(row)
+        legend = [f"E[M]: expected value over all orderings of tied documents; range: max - min over them; "
+                  f"obl: the value under {self.oblivious_order}'s tie order."]
+        if self.stat_test:
+            legend.append(f"Superscripts: significantly better than that run ({STAT_TEST_LABELS[self.stat_test]} "
+                          f"on per-query E[M], p <= {self.max_p}).")
+        return "\n".join([tabulate(rows, headers=headers, disable_numparse=True), "", *legend, self.flags_text()])
+
+    def flags_text(self) -> str:
+        """One line per pair of runs whose order tie order alone could flip."""
+        flagged = self.flagged
+        if flagged.empty:
+            return "No comparison can be flipped by tie order alone."
+        lines = [f"Tie order alone could flip {len(flagged)} comparison(s):"]
+        letter = {name: _label(i) for i, name in enumerate(self.run_names)}
+        for (metric, run_a, run_b), row in flagged.iterrows():
+            why = []
+            if row["order_flip"]:
+                why.append(f"E[M] {self._format(row['expected_a'])} vs {self._format(row['expected_b'])} but "
+                           f"obl {self._format(row['oblivious_a'])} vs {self._format(row['oblivious_b'])}")
+            if row["intervals_overlap"]:
+                why.append(f"[min, max] overlap: [{self._format(row['min_a'])}, {self._format(row['max_a'])}] vs "
+                           f"[{self._format(row['min_b'])}, {self._format(row['max_b'])}]")
+            lines.append(f"  {metric}: {letter[run_a]} {run_a} vs {letter[run_b]} {run_b}: " + "; ".join(why))
+        return "\n".join(lines)
+
+    def to_latex(self) -> str:
+        """A booktabs LaTeX table: E[M] (best in bold) with significance superscripts and the range;
+        a dagger marks runs in a comparison that tie order alone could flip."""
+        def escape(text: str) -> str:
+            return text.replace("\\", "\\textbackslash{}").replace("_", "\\_").replace("&", "\\&").replace("%", "\\%")
+
+        best = {m: max(self.run_names, key=lambda r: self.results[r][m].expected) for m in self.metrics}
+        lines = [
+            "\\begin{table}[ht]", "\\centering",
+            "\\caption{E[M]: expected value over all orderings of tied documents; Range: max $-$ min over them. "
+            + (f"Superscripts: significantly better than that run ({STAT_TEST_LABELS[self.stat_test]} on "
+               f"per-query E[M], $p \\le {self.max_p}$). " if self.stat_test else "")
+            + "$\\dagger$: tie order alone could flip a comparison with another run.}",
+            "\\begin{tabular}{cl" + "|cc" * len(self.metrics) + "}", "\\toprule",
+            "\\# & Run & " + " & ".join(f"\\multicolumn{{2}}{{c}}{{{escape(m)}}}" for m in self.metrics) + " \\\\",
+            " & & " + " & ".join("E[M] & Range" for _ in self.metrics) + " \\\\", "\\midrule",
+        ]
+        for i, run in enumerate(self.run_names):
+            cells = [_label(i), escape(run)]
+            for metric in self.metrics:
+                result = self.results[run][metric]
+                value = self._format(result.expected)
+                value = f"\\textbf{{{value}}}" if best[metric] == run else value
+                marks = "".join(_label(j) for j in self._better_than(run, metric))
+                dagger = "\\dagger" if run in self._flagged_runs(metric) else ""
+                if marks or dagger:
+                    value += f"$^{{{marks}{dagger}}}$"
+                cells += [value, self._format(result.range)]
+            lines.append(" & ".join(cells) + " \\\\")
+        lines += ["\\bottomrule", "\\end{tabular}", "\\label{tab:results}", "\\end{table}"]
+        return "\n".join(lines)
+
+    def plot(self, path=None, **kwargs):
+        """Metric@k curves of every run (see `tieaware.plot.plot_report`)."""
+        from .plot import plot_report
+
+        return plot_report(self, path, **kwargs)
+
+    def __str__(self) -> str:
+        return self.to_table()
+
+    __repr__ = __str__
+
+
+def _pairs_frame(results: dict, metrics: list, comparisons) -> pd.DataFrame:
+    rows, index = [], []
+    names = list(results)
+    for metric in metrics:
+        for i, run_a in enumerate(names):
+            for run_b in names[i + 1:]:
+                a, b = results[run_a][metric], results[run_b][metric]
+                test = comparisons[run_a, run_b][metric] if comparisons is not None else None
+                order_flip = _sign(a.oblivious - b.oblivious) != _sign(a.expected - b.expected)
+                overlap = _sign(a.max - b.min) > 0 and _sign(b.max - a.min) > 0
+                rows.append([a.expected, b.expected, a.oblivious, b.oblivious, a.min, a.max, b.min, b.max,
+                             float(test["p_value"]) if test else np.nan, bool(test["significant"]) if test else False,
+                             order_flip, overlap, order_flip or overlap])
+                index.append((metric, run_a, run_b))
+    return pd.DataFrame(rows, columns=PAIR_COLUMNS,
+                        index=pd.MultiIndex.from_tuples(index, names=["metric", "run_a", "run_b"]))
+
+
+def _aligned_expected(results: dict, metrics: list) -> dict:
+    """{run: {metric: per-query E[M] array}}, queries in the first run's order (every run covers the
+    qrels' queries: `evaluate` raises otherwise, or aligns them with make_comparable)."""
+    first = next(iter(results.values()))[metrics[0]].per_query.index
+    return {name: {m: report[m].per_query["expected"].reindex(first).to_numpy() for m in metrics}
+            for name, report in results.items()}
+
+
+def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutations: int = 1000,
+            max_p: float = 0.01, random_seed: int = 42, threads: int = 0, rounding_digits: int = 4,
+            show_percentages: bool = False, make_comparable: bool = False, *, oblivious: str = "trec_eval",
+            relevance_level: int = 1, show_progress: bool = False) -> ComparisonReport:
+    """Evaluate several runs tie-aware and test their differences; the same call as ``ranx.compare``.
+
+    Significance tests use ranx's own code on the per-query expected values E[M]
+    (not on one arbitrary tie order). Every pair of runs is also checked for
+    conclusions tie order alone could flip: ``order_flip`` when the oblivious
+    values (what ``oblivious``'s tool reports) order the two runs differently from
+    E[M]; ``intervals_overlap`` when each run's best tie ordering beats the other's
+    worst, i.e. the [min, max] intervals of the means overlap (more than at a point).
+
+    Args:
+        qrels: ranx ``Qrels``, dict, TREC path or DataFrame.
+        runs: a list of runs (ranx ``Run`` named by ``run.name``, TREC paths named by
+            file stem, dicts named run_1, run_2, ...) or a dict ``{name: run}``.
+            The runs are read, never modified.
+        metrics: a metric name or a list, in ranx, trec_eval or ir_measures syntax.
+        stat_test: "student" (default, as ranx), "fisher", "tukey", or None for no test.
+        n_permutations, random_seed: Fisher's randomization test settings.
+        max_p: p-value at or below which a difference counts as significant.
+        threads: numba threads (0: numba's default).
+        rounding_digits, show_percentages: how the tables print numbers.
+        make_comparable: score qrels queries missing from a run as 0 and drop run
+            queries without qrels, instead of raising.
+        oblivious: whose tie order gives the oblivious values: "trec_eval", "ranx" or "input".
+        relevance_level: judgments >= this are relevant unless a metric name sets its own.
+        show_progress: a progress bar over runs (shown only if evaluation takes over a second).
+
+    Returns:
+        A `ComparisonReport`: ``print`` it, or use ``to_dataframe()``, ``pairs``,
+        ``flagged``, ``to_latex()``, ``to_dict()``, ``plot()``.
+    """
+    if stat_test is not None and stat_test not in STAT_TESTS:
+        raise ValueError(f"stat_test must be one of {STAT_TESTS} or None, got {stat_test!r}.")
+    metric_names = [metrics] if isinstance(metrics, str) else list(metrics)
+    qrels = load_qrels(qrels)
+    named = named_runs(runs)
+    if not named:
+        raise InputError("No runs to compare.")
+    results = {}
+    for name in _progress(list(named), show_progress, "evaluating"):
+        results[name] = evaluate(qrels, named[name], metric_names, threads=threads, make_comparable=make_comparable,
+                                 oblivious=oblivious, relevance_level=relevance_level)
+    comparisons = None
+    if stat_test is not None and len(results) > 1:
+        from ranx.statistical_tests import compute_statistical_significance
+
+        comparisons = compute_statistical_significance(
+            list(results), _aligned_expected(results, metric_names), stat_test=stat_test,
+            n_permutations=n_permutations, max_p=max_p, random_seed=random_seed)
+    return ComparisonReport(results, metric_names, _pairs_frame(results, metric_names, comparisons),
+                            stat_test=stat_test if comparisons is not None else None, max_p=max_p,
+                            oblivious_order=oblivious, rounding_digits=rounding_digits,
+                            show_percentages=show_percentages)

@@ -1,0 +1,114 @@
+"""`tieaware.compare`: flags on constructed runs, significance tests on per-query E[M], inputs left untouched."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import ranx
+from scipy.stats import ttest_rel, tukey_hsd
+
+import tieaware
+from tieaware.compare import ComparisonReport, compare
+from tieaware.errors import InputError
+
+CRANFIELD = Path(__file__).resolve().parents[2] / "shared" / "data" / "cranfield"
+
+# One relevant doc per query. Reciprocal rank under trec_eval's order (score desc, doc id desc):
+#   tied:   d1 ties with d2 -> E = 0.75, trec_eval puts d2 first -> 0.5, [min, max] = [0.5, 1]
+#   steady: no ties, RR 1 on q1 and 1/3 on q2                    -> 2/3, a point interval
+#   best:   no ties, RR 1 on both                                 -> 1
+#   near:   ties only on q2, RR in [0.9, 1.0]                    -> overlaps `best`, but same order
+QRELS = {"q1": {"d1": 1}, "q2": {"d1": 1}}
+RUNS = {
+    "tied": {"q1": {"d1": 1.0, "d2": 1.0}, "q2": {"d1": 1.0, "d2": 1.0}},
+    "steady": {"q1": {"d1": 3.0, "d2": 2.0}, "q2": {"d3": 3.0, "d4": 2.0, "d1": 1.0}},
+    "best": {"q1": {"d1": 1.0}, "q2": {"d1": 1.0}},
+}
+
+
+def test_order_flip_and_overlap_flags():
+    report = compare(QRELS, RUNS, "mrr", stat_test=None)
+    pairs = report.pairs.loc["mrr"]
+    flip = pairs.loc["tied", "steady"]
+    assert (flip["expected_a"], flip["oblivious_a"], flip["min_a"], flip["max_a"]) == (0.75, 0.5, 0.5, 1.0)
+    assert flip["expected_b"] == flip["oblivious_b"] == pytest.approx(2 / 3)
+    assert flip["order_flip"] and flip["intervals_overlap"] and flip["tie_sensitive"]
+    # `best` is never below `steady`, whatever the tie order: no flag
+    clean = pairs.loc["steady", "best"]
+    assert not clean["order_flip"] and not clean["intervals_overlap"] and not clean["tie_sensitive"]
+    # `tied` can reach 1.0 but not beat `best`: touching intervals are not an overlap
+    touching = pairs.loc["tied", "best"]
+    assert touching["max_a"] == touching["min_b"] == 1.0
+    assert not touching["intervals_overlap"] and not touching["order_flip"]
+    assert list(report.flagged.index) == [("mrr", "tied", "steady")]
+
+
+def test_overlap_without_order_flip():
+    runs = {"steady": RUNS["steady"], "near": {"q1": {"d1": 2.0, "d9": 1.0}, "q2": {"d1": 1.0, "d0": 1.0}}}
+    row = compare(QRELS, runs, ["mrr"], stat_test=None).pairs.loc["mrr", "steady", "near"]
+    assert row["expected_b"] == 0.875 and row["oblivious_b"] == 1.0  # "d1" > "d0": trec_eval puts d1 first
+    assert not row["order_flip"] and not row["intervals_overlap"]
+    runs["near"]["q1"] = {"a5": 1.0, "a6": 1.0, "d1": 1.0}  # q1: E 11/18, [1/3, 1], trec_eval: d1 first
+    row = compare(QRELS, runs, ["mrr"], stat_test=None).pairs.loc["mrr", "steady", "near"]
+    assert row["intervals_overlap"] and not row["order_flip"] and row["tie_sensitive"]
+
+
+def test_report_text_latex_and_dataframe():
+    report = compare(QRELS, RUNS, ["mrr", "P@1"], stat_test=None)
+    text = str(report)
+    assert text.splitlines()[0].split()[:5] == ["#", "Run", "mrr", "range", "obl"]
+    assert "mrr: a tied vs b steady: E[M] 0.7500 vs 0.6667 but obl 0.5000 vs 0.6667" in text
+    assert "Superscripts" not in text  # no test was run
+    latex = report.to_latex()
+    assert "\\begin{tabular}{cl|cc|cc}" in latex and "0.7500$^{\\dagger}$" in latex
+    frame = report.to_dataframe()
+    assert frame.shape == (6, 7) and frame.loc[("tied", "P@1"), "range"] == 1.0
+    assert report.to_dict()["pairs"][0]["p_value"] is None
+
+
+def test_student_and_tukey_run_on_per_query_expected_values():
+    qrels = str(CRANFIELD / "qrels.trec")
+    paths = [str(CRANFIELD / "runs" / f"minilm-{tag}.trec") for tag in ("fp32", "bf16", "bf16-upcast")]
+    expected = {Path(p).stem: tieaware.evaluate(qrels, p, "ndcg@10").per_query["expected"].to_numpy() for p in paths}
+    student = compare(qrels, paths, "ndcg@10", stat_test="student")
+    assert student.run_names == list(expected)
+    p_value = student.pairs.loc[("ndcg@10", "minilm-fp32", "minilm-bf16"), "p_value"]
+    assert p_value == pytest.approx(ttest_rel(expected["minilm-fp32"], expected["minilm-bf16"]).pvalue, rel=1e-12)
+    tukey = compare(qrels, paths, "ndcg@10", stat_test="tukey")
+    reference = tukey_hsd(*expected.values()).pvalue
+    assert tukey.pairs.loc[("ndcg@10", "minilm-bf16", "minilm-bf16-upcast"), "p_value"] == pytest.approx(reference[1, 2])
+    assert not tukey.pairs["significant"].any()  # 0.4996 vs 0.4989 vs 0.4995: no difference
+    assert "Tukey's HSD test" in str(tukey)
+
+
+def test_significance_superscripts_and_fisher():
+    rng = np.random.default_rng(0)
+    qrels = {f"q{i}": {"rel": 1} for i in range(60)}
+    good = {q: {"rel": 2.0, "x": 1.0} for q in qrels}
+    bad = {q: {"x": 2.0, "y": 1.5, "rel": 1.0} if rng.random() < 0.8 else {"rel": 2.0, "x": 1.0} for q in qrels}
+    report = compare(qrels, {"good": good, "bad": bad}, "mrr", stat_test="fisher", n_permutations=500)
+    row = report.pairs.loc["mrr", "good", "bad"]
+    assert row["significant"] and row["p_value"] <= 0.01
+    assert "1.0000ᵇ" in str(report)  # a beats b
+
+
+def test_ranx_runs_are_named_and_left_untouched():
+    runs = [ranx.Run(RUNS["tied"], name="tied"), ranx.Run(RUNS["best"], name="best"), ranx.Run(RUNS["steady"])]
+    before = [run.to_dict() for run in runs]
+    report = compare(ranx.Qrels(QRELS), runs, ["mrr", "ndcg@2"], stat_test=None)
+    assert isinstance(report, ComparisonReport)
+    assert report.run_names == ["tied", "best", "run_3"]
+    assert [run.to_dict() for run in runs] == before
+    assert all(not run.mean_scores and not run.scores for run in runs)
+
+
+def test_input_errors():
+    with pytest.raises(InputError, match="Two runs are named 'same'"):
+        compare(QRELS, [ranx.Run(RUNS["best"], name="same"), ranx.Run(RUNS["tied"], name="same")], "mrr")
+    with pytest.raises(InputError, match="maps documents to scores"):
+        compare(QRELS, RUNS["tied"], "mrr")
+    with pytest.raises(InputError, match="not a single run"):
+        compare(QRELS, ranx.Run(RUNS["tied"]), "mrr")
+    with pytest.raises(ValueError, match="stat_test"):
+        compare(QRELS, RUNS, "mrr", stat_test="wilcoxon")
+    with pytest.raises(InputError, match="make_comparable"):
+        compare(QRELS, {"a": RUNS["best"], "b": {"q1": {"d1": 1.0}}}, "mrr")
