@@ -284,6 +284,14 @@ def _evaluation_options() -> argparse.ArgumentParser:
     return common
 
 
+def _add_qrels_runs_metrics(parser: argparse.ArgumentParser, metric_help: str) -> None:
+    """The positional QRELS RUN... and the required -m METRIC... shared by eval and compare."""
+    parser.add_argument("qrels")
+    parser.add_argument("runs", nargs="+", metavar="run")
+    parser.add_argument("-m", "--metric", dest="metrics", action="extend", nargs="+", required=True,
+                        metavar="METRIC", help=metric_help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tieaware", description="Tie-aware retrieval evaluation: E[M], min, max, range, bias and variance "
@@ -295,10 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = commands.add_parser("eval", parents=[common], help="evaluate runs tie-aware",
                              description="Evaluate runs: E[M], oblivious value, min, max, range, bias, std.")
-    ev.add_argument("qrels")
-    ev.add_argument("runs", nargs="+", metavar="run")
-    ev.add_argument("-m", "--metric", dest="metrics", action="extend", nargs="+", required=True, metavar="METRIC",
-                    help=metric_help)
+    _add_qrels_runs_metrics(ev, metric_help)
     ev.add_argument("-q", "--per-query", action="store_true", help="per-query values too (query 'all': the mean)")
     ev.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default="table",
                     help="table, tsv, csv, json (a list of objects) or trec (trec_eval's layout with E[M])")
@@ -309,10 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     cp = commands.add_parser("compare", parents=[common], help="compare runs: significance and tie-order flips",
                              description="Runs x metrics with E[M], range and oblivious values, significance "
                              "tests on per-query E[M], and the pairs whose order tie order alone could flip.")
-    cp.add_argument("qrels")
-    cp.add_argument("runs", nargs="+", metavar="run")
-    cp.add_argument("-m", "--metric", dest="metrics", action="extend", nargs="+", required=True, metavar="METRIC",
-                    help=metric_help)
+    _add_qrels_runs_metrics(cp, metric_help)
     cp.add_argument("--stat-test", choices=STAT_TESTS + ("none",), default="student")
     cp.add_argument("--max-p", type=float, default=0.01, help="significance threshold (default 0.01)")
     cp.add_argument("--permutations", type=int, default=1000, help="Fisher's randomization test permutations")

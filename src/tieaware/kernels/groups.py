@@ -48,15 +48,14 @@ def _query_groups(scores, rel, judged, lo, hi, mem_lo,
             n_judged += 1
     if n_judged == 0:
         return 0, -1
-    local_judged = np.empty(n_judged, np.int64)
+    order = np.empty(n_judged, np.int64)  # the judged documents, sorted below
     j = 0
     for i in range(n):
         if judged[lo + i]:
-            local_judged[j] = i
+            order[j] = i
             j += 1
     q_scores = scores[lo:hi]
     q_rel = rel[lo:hi]
-    order = local_judged.copy()
     if n_judged < 64:
         _insertion_argsort_desc(q_scores, q_rel, order)
     else:  # score desc, then judgment desc

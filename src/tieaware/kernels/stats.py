@@ -12,8 +12,6 @@ S_ww S_aa / (g - 1), for gains linear in position weights.
 Extremes come from point evaluations: best-first (judgment descending) inside
 every group gives the maximum of every metric here, worst-first the minimum.
 """
-import math
-
 import numpy as np
 from numba import njit, prange
 
