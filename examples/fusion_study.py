@@ -1,6 +1,6 @@
 """Fusion study on Cranfield: rank fusion itself creates exact score ties, and tie order can flip conclusions.
 
-Fuses a BM25 run (built here with bm25s) with the all-MiniLM-L6-v2 runs from ../shared/data (fp32, and bf16
+Fuses a BM25 run (built here with bm25s) with the all-MiniLM-L6-v2 runs bundled in tieaware.datasets (fp32, and bf16
 whose scores already tie) using ranx.fuse, counts the ties each fusion creates with tieaware.census, and
 compares the runs tie-aware with tieaware.compare, flagging the pairs whose order tie order alone could flip.
 
@@ -9,7 +9,7 @@ runs (r1, r2) = (a, b) and (b, a), or that each appear in only one run at the sa
 scores, so exact ties are systematic, not rare. Borda counts tie the same way.
 
 Run from the repository root (needs bm25s: pip install bm25s):
-    python examples/fusion_study.py [--data ../shared/data/cranfield] [--plot fusion_ndcg_at_k.png]
+    python examples/fusion_study.py [--data CRANFIELD_FOLDER] [--plot fusion_ndcg_at_k.png]
 """
 from __future__ import annotations
 
@@ -22,18 +22,19 @@ import pandas as pd
 import ranx
 
 import tieaware
-from tieaware.compare import compare
+from tieaware.comparison import compare
+from tieaware.datasets import cranfield
+from tieaware.inputs import open_text
 from tieaware.plot import plot_at_k
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cranfield"
 METRICS = ["ndcg@10", "precision@10", "mrr@10", "map@100"]
 DEPTH = 100
 
 
 def read_jsonl(path: Path) -> dict:
-    """{_id: text} from a BEIR-style JSONL file (the title when the text is empty)."""
+    """{_id: text} from a BEIR-style JSONL file, plain or gzipped (the title when the text is empty)."""
     texts = {}
-    with open(path, encoding="utf-8") as handle:
+    with open_text(path) as handle:
         for line in handle:
             record = json.loads(line)
             texts[record["_id"]] = record.get("text") or record.get("title", "")
@@ -96,16 +97,17 @@ def show_first_tie(fused: ranx.Run, inputs: list, depth: int = 10) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the cranfield folder of shared/data")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="a Cranfield folder laid out like tieaware.datasets' (default: the bundled data)")
     parser.add_argument("--plot", type=Path, help="also draw nDCG@k curves of the fused runs to this PNG")
     args = parser.parse_args()
 
-    qrels = ranx.Qrels(tieaware.read_trec_qrels(args.data / "qrels.trec"))
-    queries = read_jsonl(args.data / "queries.jsonl")
-    corpus = read_jsonl(args.data / "corpus.jsonl")
+    data = cranfield(args.data)
+    qrels = ranx.Qrels(tieaware.read_trec_qrels(data.qrels))
+    queries = read_jsonl(data.queries)
+    corpus = read_jsonl(data.corpus)
     bm25 = ranx.Run(bm25_run(corpus, queries), name="bm25")
-    dense = {tag: ranx.Run(tieaware.read_trec_run(args.data / "runs" / f"minilm-{tag}.trec"), name=f"minilm-{tag}")
-             for tag in ("fp32", "bf16")}
+    dense = {tag: ranx.Run(tieaware.read_trec_run(data.runs[tag]), name=f"minilm-{tag}") for tag in ("fp32", "bf16")}
     fused = fused_runs(bm25, dense)
     runs = {"bm25": bm25, **{run.name: run for run in dense.values()}, **fused}
 
@@ -134,7 +136,8 @@ def main() -> None:
               f"range [{row['min']:.4f}, {row['max']:.4f}]")
 
     if args.plot:
-        shown = {name: fused[name] for name in ("rrf(bm25,fp32)", "rrf(bm25,bf16)", "borda(bm25,fp32)", "borda(bm25,bf16)")}
+        shown = {name: fused[name]
+                 for name in ("rrf(bm25,fp32)", "rrf(bm25,bf16)", "borda(bm25,fp32)", "borda(bm25,bf16)")}
         plot_at_k(qrels, shown, "ndcg", path=args.plot, title="Fused Cranfield runs: nDCG@k with tie spread")
         print(f"\nwrote {args.plot}")
 

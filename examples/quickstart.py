@@ -1,6 +1,6 @@
 """Quick start: how much does tie order move the metrics of a bf16 dense run?
 
-Evaluates all-MiniLM-L6-v2 runs on Cranfield (../shared/data) in fp32 and bf16:
+Evaluates all-MiniLM-L6-v2 runs on Cranfield (bundled with tieaware: tieaware.datasets) in fp32 and bf16:
 E[M] over all orderings of tied documents, trec_eval's value (oblivious), the
 min-max range tie order alone spans, and the bias of trec_eval's number.
 """
@@ -8,16 +8,17 @@ import sys
 from pathlib import Path
 
 import tieaware
+from tieaware.datasets import cranfield
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cranfield"
 METRICS = ["ndcg@10", "mrr@10", "map@100", "recall@100", "precision@10"]
 
 
 def main(argv):
-    runs = argv or [str(DATA / "runs" / "minilm-fp32.trec"), str(DATA / "runs" / "minilm-bf16.trec")]
+    data = cranfield()
+    runs = argv or [str(data.runs["fp32"]), str(data.runs["bf16"])]
     for run in runs:
-        report = tieaware.evaluate(DATA / "qrels.trec", run, METRICS)
-        print(f"\n== {Path(run).name}: {report[METRICS[0]].n_queries} queries, "
+        report = tieaware.evaluate(data.qrels, run, METRICS)
+        print(f"\n== {Path(run).name.removesuffix('.gz')}: {report[METRICS[0]].n_queries} queries, "
               f"{report[METRICS[0]].n_queries_with_ties} whose nDCG@10 depends on tie order")
         print(report.table())
         print(tieaware.census(run, ks=(10, 100)).round(3).to_string())

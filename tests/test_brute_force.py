@@ -5,10 +5,10 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference import brute_force, input_order, point_metric, trec_eval_order
 
 import tieaware
 from tieaware.metrics import parse_metric
-from reference import brute_force, input_order, point_metric, trec_eval_order
 
 METRICS = [
     "hits@3", "hit_rate@2", "precision@3", "precision@10", "recall@2", "f1@3", "r-precision", "mrr", "mrr@2",
@@ -50,9 +50,11 @@ def test_matches_brute_force(q):
         assert row["min"] == pytest.approx(low, abs=1e-12), name
         assert row["max"] == pytest.approx(high, abs=1e-12), name
         assert low - 1e-12 <= row["expected"] <= high + 1e-12
-        assert row["oblivious"] == pytest.approx(point_metric(spec, trec_eval_order(scores), judgments), abs=1e-12), name
-        assert report_input[name].oblivious == pytest.approx(point_metric(spec, input_order(scores), judgments), abs=1e-12)
-        assert res.std == pytest.approx(math.sqrt(var), abs=1e-6)
+        trec_eval_value = point_metric(spec, trec_eval_order(scores), judgments)
+        assert row["oblivious"] == pytest.approx(trec_eval_value, abs=1e-12), name
+        input_value = point_metric(spec, input_order(scores), judgments)
+        assert report_input[name].oblivious == pytest.approx(input_value, abs=1e-12)
+        assert res.tie_std == pytest.approx(math.sqrt(var), abs=1e-6)
 
 
 @st.composite
@@ -77,7 +79,7 @@ def test_single_big_group_matches_combinatorics(case):
     t = k - above
     assert rep[f"hits@{k}"].expected == pytest.approx(t * r / g)
     hyper_var = t * (r / g) * (1 - r / g) * (g - t) / (g - 1)
-    assert rep[f"hits@{k}"].std ** 2 == pytest.approx(hyper_var, rel=1e-9, abs=1e-12)
+    assert rep[f"hits@{k}"].tie_std ** 2 == pytest.approx(hyper_var, rel=1e-9, abs=1e-12)
     # first relevant position u (0-based) in the group: P(u) = C(g-u-1, r-1)/C(g, r)
     e_rr = sum(math.comb(g - u - 1, r - 1) / math.comb(g, r) / (above + u + 1) for u in range(g - r + 1))
     assert rep["mrr"].expected == pytest.approx(e_rr, rel=1e-9)

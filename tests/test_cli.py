@@ -1,5 +1,7 @@
 """The `tieaware` command line: a few real subprocess runs (console script, exit codes, no torch import)
-on ../shared/data, the rest through `tieaware.cli.main` in-process (each subprocess pays ~2-8 s of imports)."""
+on the bundled Cranfield runs, the rest through `tieaware.cli.main` in-process (each subprocess pays ~2-8 s
+of imports)."""
+import gzip
 import json
 import subprocess
 import sys
@@ -9,13 +11,15 @@ import pytest
 import pytrec_eval
 
 import tieaware
-from tieaware.cli import main, read_texts, write_trec_run
+from tieaware.cli import _run_names, main, read_texts, write_trec_run
+from tieaware.datasets import cranfield
+from tieaware.inputs import open_text
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-CRANFIELD = DATA / "cranfield"
-QRELS = CRANFIELD / "qrels.trec"
-FP32 = CRANFIELD / "runs" / "minilm-fp32.trec"
-BF16 = CRANFIELD / "runs" / "minilm-bf16.trec"
+CRANFIELD = cranfield()
+QRELS = CRANFIELD.qrels
+FP32 = CRANFIELD.runs["fp32"]
+BF16 = CRANFIELD.runs["bf16"]
+FP32_NAME, BF16_NAME = _run_names([FP32, BF16])  # what the CLI calls the runs (from the file names)
 TREC_METRICS = {"ndcg_cut.10": "ndcg_cut_10", "P.10": "P_10", "recip_rank": "recip_rank"}
 
 
@@ -27,12 +31,6 @@ def console_script() -> list:
 def run_cli(*args, command=None) -> subprocess.CompletedProcess:
     return subprocess.run((command or console_script()) + [str(a) for a in args], capture_output=True,
                           text=True, timeout=300)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_data():
-    if not QRELS.is_file():
-        pytest.fail(f"shared test data not found at {DATA} (the repo expects ../shared/data beside it)")
 
 
 @pytest.fixture(scope="module")
@@ -49,17 +47,17 @@ def rows_by_key(rows):
 
 def test_eval_json_equals_python_api(eval_json):
     rows = rows_by_key(eval_json)
-    for path in (FP32, BF16):
+    for path, name in ((FP32, FP32_NAME), (BF16, BF16_NAME)):
         report = tieaware.evaluate(str(QRELS), str(path), list(TREC_METRICS))
         for metric, result in report.items():
-            means = rows[path.stem, metric, "all"]
+            means = rows[name, metric, "all"]
             assert means["expected"] == result.expected and means["range"] == result.range
-            assert means["std"] == result.std and means["oblivious"] == result.oblivious
+            assert means["tie_std"] == result.tie_std and means["oblivious"] == result.oblivious
             for qid, values in result.per_query.iterrows():
-                row = rows[path.stem, metric, str(qid)]
+                row = rows[name, metric, str(qid)]
                 assert row["expected"] == values["expected"]
                 assert (row["min"], row["max"]) == (values["min"], values["max"])
-                assert row["std"] == pytest.approx(values["variance"] ** 0.5, abs=1e-15)
+                assert row["tie_std"] == pytest.approx(values["variance"] ** 0.5, abs=1e-15)
     assert len(eval_json) == 2 * 3 * (225 + 1)
 
 
@@ -68,17 +66,17 @@ def test_eval_json_agrees_with_pytrec_eval(eval_json):
     values written with repr, exact in float64, so pytrec_eval sees the same ties we do."""
     rows = rows_by_key(eval_json)
     qrels = tieaware.read_trec_qrels(QRELS)
-    for path in (FP32, BF16):
+    for path, name in ((FP32, FP32_NAME), (BF16, BF16_NAME)):
         trec = pytrec_eval.RelevanceEvaluator(qrels, set(TREC_METRICS)).evaluate(tieaware.read_trec_run(path))
         for metric, key in TREC_METRICS.items():
             for qid, values in trec.items():
-                row = rows[path.stem, metric, qid]
-                assert row["oblivious"] == pytest.approx(values[key], abs=1e-12), (path.stem, metric, qid)
+                row = rows[name, metric, qid]
+                assert row["oblivious"] == pytest.approx(values[key], abs=1e-12), (name, metric, qid)
                 if path == FP32:  # docs 471/995 are its only tie and never split relevance: E[M] = trec_eval
                     assert row["range"] == 0.0
                     assert row["expected"] == pytest.approx(values[key], abs=1e-12)
-    bf16_ndcg = [r for r in eval_json if r["run"] == BF16.stem and r["metric"] == "ndcg_cut.10" and r["query"] != "all"]
-    assert sum(abs(r["bias"]) > 1e-12 for r in bf16_ndcg) == 100  # shared/data README: 100 of 225 queries
+    bf16_ndcg = [r for r in eval_json if r["run"] == BF16_NAME and r["metric"] == "ndcg_cut.10" and r["query"] != "all"]
+    assert sum(abs(r["bias"]) > 1e-12 for r in bf16_ndcg) == 100  # datasets/README.md: 100 of 225 queries
 
 
 def test_console_script_error_is_one_line_with_exit_code_2(tmp_path):
@@ -99,7 +97,7 @@ def test_eval_does_not_import_torch_and_writes_trec_layout():
     assert lines[-1] == "TORCH False"
     assert lines[0] == f"{'ndcg_cut.10':<22}\t1\t0.6793"  # trec_eval's %-22s\t%s\t%.4f, E[M] of query 1
     assert lines[1].startswith(f"{'P.10':<22}\t1\t")
-    assert f"{'runid':<22}\tall\tminilm-bf16" in lines
+    assert f"{'runid':<22}\tall\t{BF16_NAME}" in lines
     expected = tieaware.evaluate(str(QRELS), str(BF16), "ndcg_cut.10").expected
     assert lines[-3] == f"{'ndcg_cut.10':<22}\tall\t{expected:.4f}"
     assert len(lines) == 2 * 225 + 1 + 2 + 1
@@ -117,7 +115,7 @@ def test_metric_options_repeat_take_several_names_and_trec_lists(capsys):
 def test_tsv_csv_full_precision(capsys, fmt, sep):
     assert main(["eval", str(QRELS), str(BF16), "-m", "ndcg@10", "-o", fmt]) == 0
     header, row = capsys.readouterr().out.splitlines()
-    assert header.split(sep) == ["run", "metric", "expected", "oblivious", "min", "max", "range", "bias", "std"]
+    assert header.split(sep) == ["run", "metric", "expected", "oblivious", "min", "max", "range", "bias", "tie_std"]
     assert float(row.split(sep)[2]) == tieaware.evaluate(str(QRELS), str(BF16), "ndcg@10").expected
 
 
@@ -133,7 +131,7 @@ def test_fail_range_above(capsys):
     args = ["eval", str(QRELS), str(FP32), str(BF16), "-m", "ndcg@10", "-o", "json", "--fail-range-above"]
     assert main(args + ["0.005"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "minilm-bf16 ndcg@10: range 0.010888" in err[0]  # fp32 (range 0) passes
+    assert len(err) == 1 and f"{BF16_NAME} ndcg@10: range 0.010888" in err[0]  # fp32 (range 0) passes
     assert main(args + ["0.02"]) == 0
 
 
@@ -154,7 +152,7 @@ def test_malformed_line_and_wrong_kind(capsys, tmp_path):
     assert f"{bad}:2: score 'abc' is not a number" in capsys.readouterr().err
     assert main(["eval", str(QRELS), str(QRELS), "-m", "P.10"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "qrels.trec:1" in err and "was a qrels file given as the run?" in err
+    assert err.count("\n") == 1 and f"{QRELS.name}:1" in err and "was a qrels file given as the run?" in err
 
 
 def test_usage_error_exit_2(capsys):
@@ -165,7 +163,8 @@ def test_usage_error_exit_2(capsys):
 
 def test_make_comparable_flag(capsys, tmp_path):
     partial = tmp_path / "partial.trec"
-    partial.write_text("".join(line for line in FP32.open() if line.split()[0] in ("1", "2")))
+    with open_text(FP32) as lines:
+        partial.write_text("".join(line for line in lines if line.split()[0] in ("1", "2")))
     assert main(["eval", str(QRELS), str(partial), "-m", "P.10"]) == 2
     assert "make_comparable" in capsys.readouterr().err
     assert main(["eval", str(QRELS), str(partial), "-m", "P.10", "-c", "-o", "json"]) == 0
@@ -178,16 +177,16 @@ def test_ties_census(capsys):
     assert main(["ties", str(FP32), str(BF16), "-k", "10", "100", "-o", "json"]) == 0
     rows = {(r["run"], r["k"]): r for r in json.loads(capsys.readouterr().out)}
     expected = tieaware.census(str(BF16), ks=(10, 100))
-    assert rows["minilm-bf16", 10]["unique_scores"] == expected.loc[10, "unique_scores"]
-    assert rows["minilm-bf16", 100]["largest_group"] == expected.loc[100, "largest_group"] == 13
-    assert rows["minilm-fp32", 10]["mean_tie_group_size"] == 1.0
+    assert rows[BF16_NAME, 10]["unique_scores"] == expected.loc[10, "unique_scores"]
+    assert rows[BF16_NAME, 100]["largest_group"] == expected.loc[100, "largest_group"] == 13
+    assert rows[FP32_NAME, 10]["mean_tie_group_size"] == 1.0
 
 
 def test_compare_json_and_fail_on_flag(capsys):
     args = ["compare", str(QRELS), str(FP32), str(BF16), "-m", "ndcg@10", "P@10"]
     assert main(args + ["-o", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["run_names"] == ["minilm-fp32", "minilm-bf16"]
+    assert report["run_names"] == [FP32_NAME, BF16_NAME]
     pairs = {p["metric"]: p for p in report["pairs"]}
     assert pairs["ndcg@10"]["order_flip"] is True  # E[M]: fp32 ahead; trec_eval's order: bf16 ahead
     assert pairs["P@10"]["order_flip"] is False and pairs["P@10"]["intervals_overlap"] is True
@@ -198,11 +197,19 @@ def test_compare_json_and_fail_on_flag(capsys):
 
 
 def test_read_texts_and_write_trec_run(tmp_path):
-    texts = read_texts(CRANFIELD / "queries.jsonl")
+    texts = read_texts(CRANFIELD.queries)  # .jsonl.gz
     assert len(texts) == 225 and texts["1"].startswith("what similarity laws")
+    plain = tmp_path / "queries.jsonl"
+    with open_text(CRANFIELD.queries) as handle:
+        plain.write_text(handle.read())
+    assert read_texts(plain) == texts
     tsv = tmp_path / "docs.tsv"
     tsv.write_text("d1\tfirst doc\nd2\tsecond\n")
     assert read_texts(tsv) == {"d1": "first doc", "d2": "second"}
+    packed = tmp_path / "docs.json.gz"
+    with gzip.open(packed, "wt", encoding="utf-8") as handle:
+        json.dump({"d1": "first doc"}, handle)
+    assert read_texts(packed) == {"d1": "first doc"}
     out = tmp_path / "run.trec"
     with open(out, "w") as handle:
         assert write_trec_run({"q": {"a": 0.1 + 0.2, "b": 0.30000000000000004, "c": 0.5}}, "tag", handle) == 3

@@ -1,5 +1,4 @@
 """`tieaware.compare`: flags on constructed runs, significance tests on per-query E[M], inputs left untouched."""
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -7,10 +6,11 @@ import ranx
 from scipy.stats import ttest_rel, tukey_hsd
 
 import tieaware
-from tieaware.compare import ComparisonReport, compare
+from tieaware.comparison import ComparisonReport, compare
+from tieaware.datasets import cranfield
 from tieaware.errors import InputError
 
-CRANFIELD = Path(__file__).resolve().parents[2] / "shared" / "data" / "cranfield"
+CRANFIELD = cranfield()
 
 # One relevant doc per query. Reciprocal rank under trec_eval's order (score desc, doc id desc):
 #   tied:   d1 ties with d2 -> E = 0.75, trec_eval puts d2 first -> 0.5, [min, max] = [0.5, 1]
@@ -66,16 +66,18 @@ def test_report_text_latex_and_dataframe():
 
 
 def test_student_and_tukey_run_on_per_query_expected_values():
-    qrels = str(CRANFIELD / "qrels.trec")
-    paths = [str(CRANFIELD / "runs" / f"minilm-{tag}.trec") for tag in ("fp32", "bf16", "bf16-upcast")]
-    expected = {Path(p).stem: tieaware.evaluate(qrels, p, "ndcg@10").per_query["expected"].to_numpy() for p in paths}
+    qrels = str(CRANFIELD.qrels)
+    paths = {f"minilm-{tag}": str(CRANFIELD.runs[tag]) for tag in ("fp32", "bf16", "bf16-upcast")}
+    expected = {name: tieaware.evaluate(qrels, p, "ndcg@10").per_query["expected"].to_numpy()
+                for name, p in paths.items()}
     student = compare(qrels, paths, "ndcg@10", stat_test="student")
     assert student.run_names == list(expected)
     p_value = student.pairs.loc[("ndcg@10", "minilm-fp32", "minilm-bf16"), "p_value"]
     assert p_value == pytest.approx(ttest_rel(expected["minilm-fp32"], expected["minilm-bf16"]).pvalue, rel=1e-12)
     tukey = compare(qrels, paths, "ndcg@10", stat_test="tukey")
     reference = tukey_hsd(*expected.values()).pvalue
-    assert tukey.pairs.loc[("ndcg@10", "minilm-bf16", "minilm-bf16-upcast"), "p_value"] == pytest.approx(reference[1, 2])
+    p_value = tukey.pairs.loc[("ndcg@10", "minilm-bf16", "minilm-bf16-upcast"), "p_value"]
+    assert p_value == pytest.approx(reference[1, 2])
     assert not tukey.pairs["significant"].any()  # 0.4996 vs 0.4989 vs 0.4995: no difference
     assert "Tukey's HSD test" in str(tukey)
 

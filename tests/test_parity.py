@@ -1,13 +1,19 @@
 """Agreement with pytrec_eval (trec_eval's order) and ranx (ranx's order) on real
 files, and with the reference values shipped beside the Cranfield runs."""
+import gzip
 import json
 
 import numpy as np
 import pytest
 import pytrec_eval
 import ranx
+from conftest import DATA
 
 import tieaware
+from tieaware.datasets import cranfield
+
+CRANFIELD = cranfield()
+TE, IRM, RANX = DATA / "trec_eval", DATA / "ir_measures", DATA / "ranx"
 
 # (our name, pytrec_eval measure, key in pytrec_eval's output)
 TREC_MEASURES = [
@@ -20,18 +26,23 @@ TREC_MEASURES = [
 ]
 
 TREC_FILES = [  # (qrels, run, relevance level)
-    ("trec/trec_eval/qrels.test", "trec/trec_eval/results.test", 1),
-    ("trec/trec_eval/qrels.rel_level", "trec/trec_eval/results.test", 2),
-    ("trec/trec_eval/qrels.rel_level", "trec/trec_eval/results.test", 1),
-    ("trec/trec_eval/qrels.test", "trec/trec_eval/results.trunc", 1),
-    ("trec/trec_eval/qrels-302.test", "trec/trec_eval/results-302.test", 1),
-    ("trec/ir_measures/compat.qrels", "trec/ir_measures/compat.run", 1),
-    ("trec/ir_measures/compat.qrels", "trec/ir_measures/compat.run", 3),
-    ("trec/ir_measures/cwl.qrels", "trec/ir_measures/cwl.run", 1),
-    ("trec/ranx/qrels.trec", "trec/ranx/run.trec", 1),
-    ("cranfield/qrels.trec", "cranfield/runs/minilm-bf16.trec", 1),
-    ("cranfield/qrels.trec", "cranfield/runs/minilm-fp32.trec", 2),
+    (TE / "qrels.test.gz", TE / "results.test.gz", 1),
+    (TE / "qrels.rel_level.gz", TE / "results.test.gz", 2),
+    (TE / "qrels.rel_level.gz", TE / "results.test.gz", 1),
+    (TE / "qrels.test.gz", TE / "results.trunc", 1),
+    (TE / "qrels-302.test", TE / "results-302.test", 1),
+    (IRM / "compat.qrels", IRM / "compat.run.gz", 1),
+    (IRM / "compat.qrels", IRM / "compat.run.gz", 3),
+    (IRM / "cwl.qrels", IRM / "cwl.run", 1),
+    (RANX / "qrels.trec", RANX / "run.trec", 1),
+    (CRANFIELD.qrels, CRANFIELD.runs["bf16"], 1),
+    (CRANFIELD.qrels, CRANFIELD.runs["fp32"], 2),
 ]
+
+
+def _ids(files) -> list:
+    """Readable test ids: 'trec_eval/qrels.test.gz-results.test.gz-1'."""
+    return ["-".join([f"{q.parent.name}/{q.name}", r.name, *map(str, rest)]) for q, r, *rest in files]
 
 
 def _pytrec(qrels, run, level):
@@ -48,10 +59,10 @@ def _tie_free(run):
     return out
 
 
-@pytest.mark.parametrize("qrels_path,run_path,level", TREC_FILES)
-def test_oblivious_equals_pytrec_eval(data_dir, qrels_path, run_path, level):
-    qrels = tieaware.read_trec_qrels(data_dir / qrels_path)
-    run = tieaware.read_trec_run(data_dir / run_path)
+@pytest.mark.parametrize("qrels_path,run_path,level", TREC_FILES, ids=_ids(TREC_FILES))
+def test_oblivious_equals_pytrec_eval(qrels_path, run_path, level):
+    qrels = tieaware.read_trec_qrels(qrels_path)
+    run = tieaware.read_trec_run(run_path)
     expected = _pytrec(qrels, run, level)
     report = tieaware.evaluate(qrels, run, [m for m, _, _ in TREC_MEASURES], make_comparable=True,
                                relevance_level=level)
@@ -62,10 +73,10 @@ def test_oblivious_equals_pytrec_eval(data_dir, qrels_path, run_path, level):
             assert ours[qid] == pytest.approx(values[key], abs=1e-12), (name, qid)
 
 
-@pytest.mark.parametrize("qrels_path,run_path,level", TREC_FILES)
-def test_tie_free_all_statistics_equal_pytrec_eval(data_dir, qrels_path, run_path, level):
-    qrels = tieaware.read_trec_qrels(data_dir / qrels_path)
-    run = _tie_free(tieaware.read_trec_run(data_dir / run_path))
+@pytest.mark.parametrize("qrels_path,run_path,level", TREC_FILES, ids=_ids(TREC_FILES))
+def test_tie_free_all_statistics_equal_pytrec_eval(qrels_path, run_path, level):
+    qrels = tieaware.read_trec_qrels(qrels_path)
+    run = _tie_free(tieaware.read_trec_run(run_path))
     expected = _pytrec(qrels, run, level)
     report = tieaware.evaluate(qrels, run, [m for m, _, _ in TREC_MEASURES], make_comparable=True,
                                relevance_level=level)
@@ -83,18 +94,21 @@ RANX_METRICS = ["ndcg@10", "ndcg@100", "ndcg_burges@10", "dcg@10", "dcg_burges@5
                 "bpref", "rbp.8", "ndcg@10-l2", "map@100-l3", "precision@10-l2"]
 
 
-@pytest.mark.parametrize("qrels_path,run_path", [
-    ("cranfield/qrels.trec", "cranfield/runs/minilm-bf16.trec"),
-    ("cranfield/qrels.trec", "cranfield/runs/minilm-fp32.trec"),
-    ("trec/trec_eval/qrels.test", "trec/trec_eval/results.test"),
-])
+RANX_FILES = [
+    (CRANFIELD.qrels, CRANFIELD.runs["bf16"]),
+    (CRANFIELD.qrels, CRANFIELD.runs["fp32"]),
+    (TE / "qrels.test.gz", TE / "results.test.gz"),
+]
+
+
+@pytest.mark.parametrize("qrels_path,run_path", RANX_FILES, ids=_ids(RANX_FILES))
 @pytest.mark.parametrize("as_objects", [True, False], ids=["Run", "dict"])
-def test_oblivious_ranx_equals_ranx(data_dir, qrels_path, run_path, as_objects):
-    qrels_dict = tieaware.read_trec_qrels(data_dir / qrels_path)
-    run_dict = tieaware.read_trec_run(data_dir / run_path)
+def test_oblivious_ranx_equals_ranx(qrels_path, run_path, as_objects):
+    qrels_dict = tieaware.read_trec_qrels(qrels_path)
+    run_dict = tieaware.read_trec_run(run_path)
     qrels_dict = {q: qrels_dict[q] for q in run_dict}  # ranx pairs dict queries by position
     # ranx divides by min(N, R) = 0 in bpref when no judged non-relevant exist (Cranfield); trec_eval gives 1
-    metrics = [m for m in RANX_METRICS if m != "bpref" or "cranfield" not in qrels_path]
+    metrics = [m for m in RANX_METRICS if m != "bpref" or qrels_path != CRANFIELD.qrels]
     if as_objects:
         qrels, run = ranx.Qrels(qrels_dict), ranx.Run(run_dict)
     else:
@@ -106,10 +120,10 @@ def test_oblivious_ranx_equals_ranx(data_dir, qrels_path, run_path, as_objects):
                                    atol=1e-12, err_msg=name)
 
 
-def test_ranx_object_and_dict_orders_differ_and_both_are_reproduced(data_dir):
+def test_ranx_object_and_dict_orders_differ_and_both_are_reproduced():
     """ranx breaks ties in opposite directions for a Run and a dict of the same data."""
-    qrels = tieaware.read_trec_qrels(data_dir / "cranfield/qrels.trec")
-    run = tieaware.read_trec_run(data_dir / "cranfield/runs/minilm-bf16.trec")
+    qrels = tieaware.read_trec_qrels(CRANFIELD.qrels)
+    run = tieaware.read_trec_run(CRANFIELD.runs["bf16"])
     qrels = {q: qrels[q] for q in run}
     from_dict = ranx.evaluate(qrels, run, "ndcg@10")
     from_run = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), "ndcg@10")
@@ -119,11 +133,11 @@ def test_ranx_object_and_dict_orders_differ_and_both_are_reproduced(data_dir):
                              oblivious="ranx").oblivious == pytest.approx(from_run, abs=1e-12)
 
 
-@pytest.mark.parametrize("run_name", ["minilm-bf16", "minilm-bf16-upcast", "minilm-fp32"])
-def test_cranfield_reference_values(data_dir, run_name):
-    reference = json.loads((data_dir / "cranfield/runs/reference_values.json").read_text())["runs"][run_name]
-    report = tieaware.evaluate(data_dir / "cranfield/qrels.trec", data_dir / f"cranfield/runs/{run_name}.trec",
-                               ["ndcg_cut_10", "P_10", "recip_rank"])
+@pytest.mark.parametrize("tag", ["bf16", "bf16-upcast", "fp32"])
+def test_cranfield_reference_values(tag):
+    with gzip.open(CRANFIELD.reference_values, "rt", encoding="utf-8") as handle:
+        reference = json.load(handle)["runs"][f"minilm-{tag}"]
+    report = tieaware.evaluate(CRANFIELD.qrels, CRANFIELD.runs[tag], ["ndcg_cut_10", "P_10", "recip_rank"])
     for name in ("ndcg_cut_10", "P_10", "recip_rank"):
         frame = report[name].per_query
         for qid, values in reference["per_query_tie_expected"].items():
@@ -134,10 +148,8 @@ def test_cranfield_reference_values(data_dir, run_name):
         assert report[name].expected == pytest.approx(reference["tie_expected_mean"][name], abs=1e-9)
 
 
-def test_bf16_run_has_real_spread(data_dir):
-    res = tieaware.evaluate(data_dir / "cranfield/qrels.trec", data_dir / "cranfield/runs/minilm-bf16.trec",
-                            "ndcg@10")
+def test_bf16_run_has_real_spread():
+    res = tieaware.evaluate(CRANFIELD.qrels, CRANFIELD.runs["bf16"], "ndcg@10")
     assert res.range > 0.005 and res.n_queries_with_ties > 50
-    fp32 = tieaware.evaluate(data_dir / "cranfield/qrels.trec", data_dir / "cranfield/runs/minilm-fp32.trec",
-                             "ndcg@10")
+    fp32 = tieaware.evaluate(CRANFIELD.qrels, CRANFIELD.runs["fp32"], "ndcg@10")
     assert fp32.range < res.range / 10

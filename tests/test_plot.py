@@ -1,6 +1,5 @@
 """Metric@k plots: real PNGs from the Cranfield runs, the plotted numbers, names and errors."""
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,20 +8,22 @@ pytest.importorskip("matplotlib")
 
 import tieaware  # noqa: E402
 from tieaware.cli import main  # noqa: E402
-from tieaware.compare import compare  # noqa: E402
+from tieaware.comparison import compare  # noqa: E402
+from tieaware.datasets import cranfield  # noqa: E402
 from tieaware.errors import UnknownMetricError  # noqa: E402
 from tieaware.plot import metric_at_k, plot_at_k  # noqa: E402
 
-CRANFIELD = Path(__file__).resolve().parents[2] / "shared" / "data" / "cranfield"
-QRELS = str(CRANFIELD / "qrels.trec")
-RUNS = [str(CRANFIELD / "runs" / f"minilm-{tag}.trec") for tag in ("fp32", "bf16")]
+CRANFIELD = cranfield()
+QRELS = str(CRANFIELD.qrels)
+NAMED_RUNS = {f"minilm-{tag}": str(CRANFIELD.runs[tag]) for tag in ("fp32", "bf16")}
+RUNS = list(NAMED_RUNS.values())
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def test_plot_at_k_writes_png_with_the_tie_aware_numbers(tmp_path):
     path = tmp_path / "ndcg.png"
     ks = (1, 5, 10)
-    figure = plot_at_k(QRELS, RUNS, ["ndcg", "P"], ks=ks, path=path)
+    figure = plot_at_k(QRELS, NAMED_RUNS, ["ndcg", "P"], ks=ks, path=path)
     data = path.read_bytes()
     assert data.startswith(PNG_MAGIC) and len(data) > 20_000
     top_ndcg, top_p, bottom_ndcg, _ = figure.axes

@@ -16,6 +16,7 @@ def modules_loaded_before_inner_runs():
     tieaware with its compiled kernels (numba breaks when imported twice in one process) and
     hypothesis (its pytest plugin imports it lazily: ~2 s per inner run otherwise)."""
     import hypothesis  # noqa: F401
+
     from tieaware.testing import check_tie_stability
 
     check_tie_stability({"q": {"a": 1}}, {"q": {"a": 1.0, "b": 1.0}}, "mrr")
@@ -206,9 +207,32 @@ def test_typo(tie_check):
     tie_check.assert_stable(QRELS, RUN, "mrr@10")
 ''')
     result = pytester.runpytest()
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        ["E   *TypeError: tie_stability marker: unknown argument(s) [[]'max_rang'[]]; use max_range,*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*test_unknown_marker_argument_is_an_error.py::test_typo: tie_stability marker: unknown argument(s) "
+         "[[]'max_rang'[]]; use max_range,*"])
+
+
+@pytest.mark.parametrize("marker,message", [
+    ("metrics=['ndcg@10', 'ndgc@10']", "Unknown metric 'ndgc@10'"),
+    ("max_range=-1", "max_range must be a number >= 0"),
+    ("oblivious='pytrec'", "oblivious must be one of"),
+])
+def test_marker_typos_are_collection_errors_naming_the_test(pytester, marker, message):
+    pytester.makepyfile(test_marked=DATA + f'''
+import pytest
+
+@pytest.mark.tie_stability({marker})
+def test_model(tie_check):
+    tie_check.assert_stable(QRELS, RUN, "mrr@10")
+
+def test_other():
+    pass
+''')
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*test_marked.py::test_model: *{message}*"])
+    assert "passed" not in result.stdout.str()
 
 
 def baseline_test(run: str, tolerance: float = 1e-6) -> str:
@@ -230,7 +254,7 @@ def test_baseline_lifecycle(pytester):
     first.assert_outcomes(failed=1)
     first.stdout.fnmatch_lines(["tie baseline not found in data directory, written:", f"- {baseline}"])
     stored = json.loads(baseline.read_text())
-    assert stored["schema_version"] == 1
+    assert stored["schema_version"] == 2
     assert stored["metrics"]["mrr@10"]["range"] == 0.25 and stored["metrics"]["mrr@10"]["expected"] == 0.625
 
     run_with("RUN").assert_outcomes(passed=1)
@@ -292,14 +316,14 @@ SUMMARY_LINES = [
     "test_summary.py::test_ok*ndcg@10*0.6473*0.0965*-0.0482*range<=0.3*pass",
     "test_summary.py::test_wide*mrr@10*0.6250*0.2500*-0.1250*range<=0.2*FAIL",
 ]
-ROW_KEYS = {"test", "check", "metric", "expected", "oblivious", "min", "max", "range", "bias", "std",
+ROW_KEYS = {"test", "check", "metric", "expected", "oblivious", "min", "max", "range", "bias", "tie_std",
             "oblivious_order", "n_queries", "n_queries_with_ties", "limits", "limit", "passed", "violations",
             "dtype", "baseline"}
 
 
 def check_json_report(path, n_rows: int) -> list[dict]:
     report = json.loads(path.read_text())
-    assert report["schema"] == "tieaware-pytest" and report["schema_version"] == 1
+    assert report["schema"] == "tieaware-pytest" and report["schema_version"] == 2
     environment = report["environment"]
     for package in ("tieaware", "ranx", "numba", "pytest"):
         assert environment[package] == metadata.version(package)
@@ -341,3 +365,71 @@ def test_xdist_rows_reach_the_controller(pytester):
     assert sorted(row["test"] for row in rows) == sorted(
         ["test_summary.py::test_ok"] * 2 + ["test_summary.py::test_wide"]
         + [f"test_summary.py::test_many[{case}]" for case in range(4)])
+
+
+PLAIN_FILE = DATA + '''
+from tieaware.testing import assert_tie_stable, check_tie_stability
+
+def test_plain_pass():
+    assert_tie_stable(QRELS, RUN, ["mrr@10", "ndcg@10"], max_range=0.3, dtype="bf16")
+
+def test_plain_fail():
+    assert_tie_stable(QRELS, RUN, "mrr@10", max_range=0.2)
+
+def test_plain_check_never_raises():
+    assert not check_tie_stability(QRELS, RUN, "mrr@10", max_abs_bias=0.01).passed
+'''
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]])
+def test_plain_assert_tie_stable_calls_are_recorded(pytester, xdist):
+    pytester.makepyfile(test_plain=PLAIN_FILE)
+    run = pytester.runpytest_subprocess if xdist else pytester.runpytest
+    result = run(*xdist, "--tie-json", "ties.json")
+    result.assert_outcomes(passed=2, failed=1)
+    for line in ["*= tie stability =*", "test_plain.py::test_plain_pass*mrr@10*0.6250*0.2500*range<=0.3*pass",
+                 "test_plain.py::test_plain_fail*mrr@10*range<=0.2*FAIL",
+                 "test_plain.py::test_plain_check_never_raises*mrr@10*|bias|<=0.01*FAIL"]:
+        result.stdout.fnmatch_lines([line])
+    report = json.loads((pytester.path / "ties.json").read_text())
+    rows = report["rows"]
+    assert report["counts"] == {"rows": 4, "passed": 2, "failed": 2}
+    assert all(set(row) == ROW_KEYS for row in rows)
+    failing = next(row for row in rows if row["test"].endswith("test_plain_fail"))
+    assert failing["violations"] == ["range 0.25 > 0.2"] and failing["limits"] == {"max_range": 0.2}
+    assert {row["dtype"] for row in rows if row["test"].endswith("test_plain_pass")} == {"bf16"}
+
+
+def test_checks_accept_what_evaluate_accepts(pytester):
+    pytester.makepyfile(DATA + '''
+import pytest
+from tieaware.testing import assert_tie_stable
+
+EXTRA_RUN = dict(RUN, extra={"d1": 0.5})  # a query the qrels do not have
+
+def test_make_comparable_and_level(tie_check):
+    res = assert_tie_stable(QRELS, EXTRA_RUN, "mrr@10", make_comparable=True, relevance_level=1, max_range=1)
+    fixture = tie_check.assert_stable(QRELS, EXTRA_RUN, "mrr@10", make_comparable=True, max_range=1)
+    assert float(res) == float(fixture)
+    strict = assert_tie_stable(QRELS, EXTRA_RUN, "mrr@10", make_comparable=True, relevance_level=99)
+    assert float(strict) == 0.0
+''')
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_disable_switches_the_plugin_off(pytester):
+    pytester.makepyfile(test_plain=PLAIN_FILE + '''
+
+def test_fixture(tie_check):
+    tie_check.assert_stable(QRELS, RUN, "mrr@10", max_range=0)
+''')
+    result = pytester.runpytest("--tie-disable", "--tie-json", "ties.json")
+    result.assert_outcomes(passed=2, failed=1, skipped=1)
+    assert "tie stability" not in result.stdout.str() and not (pytester.path / "ties.json").exists()
+    result.stdout.fnmatch_lines(["tieaware: disabled (--tie-disable)"])
+
+
+def test_report_header_shows_the_active_settings(pytester):
+    pytester.makepyfile("def test_plain(): pass")
+    result = pytester.runpytest("--tie-max-range", "0.005", "--tie-metrics", "ndcg@10,mrr@10")
+    result.stdout.fnmatch_lines(["tieaware: default tie settings max_range=0.005, metrics=ndcg@10,mrr@10*"])

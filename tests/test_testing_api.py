@@ -74,7 +74,7 @@ def test_limits_per_metric_inf_and_none():
 
 def test_std_limit():
     stability = check_tie_stability(QRELS, RUN, "mrr@10", max_std=0.1)
-    assert stability.violations == {"mrr@10": ["std 0.125 > 0.1"]}  # sqrt(Var_q1 = 1/16) / 2 queries
+    assert stability.violations == {"mrr@10": ["tie_std 0.125 > 0.1"]}  # sqrt(Var_q1 = 1/16) / 2 queries
 
 
 def test_oblivious_order_is_passed_through():

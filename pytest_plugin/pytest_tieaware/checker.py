@@ -28,27 +28,26 @@ class TieCheck:
         self._update_baseline = update_baseline
 
     def assert_stable(self, qrels, run, metrics=None, *, max_range=None, max_abs_bias=None, max_std=None,
-                      oblivious: str | None = None, dtype=None):
-        """`tieaware.testing.assert_tie_stable`, recorded. ``dtype`` labels the check in the report
-        (e.g. "bf16" or a torch dtype). A limit of ``math.inf`` switches off one set elsewhere."""
+                      oblivious: str | None = None, relevance_level: float = 1, make_comparable: bool = False,
+                      dtype=None):
+        """`tieaware.testing.assert_tie_stable` with the limits, metrics and tie order this test's
+        marker, the command line or the ini file set (the call wins). ``dtype`` labels the check in
+        the report (e.g. "bf16" or a torch dtype). A limit of ``math.inf`` switches off one set elsewhere.
+        The check is recorded like every `assert_tie_stable` call during the test."""
         __tracebackhide__ = True
-        from tieaware.testing import TieInstabilityError, check_tie_stability
+        from tieaware.testing import assert_tie_stable
 
         settings = resolve({"metrics": metrics, "max_range": max_range, "max_abs_bias": max_abs_bias,
                             "max_std": max_std, "oblivious": oblivious}, self._node, self._defaults)
-        names = self._metric_names(settings)
-        stability = check_tie_stability(
-            qrels, run, names, max_range=settings.get("max_range"), max_abs_bias=settings.get("max_abs_bias"),
-            max_std=settings.get("max_std"), oblivious=settings.get("oblivious", "trec_eval"))
-        for name, result in stability.results.items():
-            self._record("limits", result, stability.limits[name], stability.limit_text(name),
-                         stability.violations[name], dtype)
-        if not stability.passed:
-            raise TieInstabilityError(stability.message(), stability.results, stability.violations)
-        return stability.results[names] if isinstance(names, str) else stability.results
+        return assert_tie_stable(
+            qrels, run, self._metric_names(settings), max_range=settings.get("max_range"),
+            max_abs_bias=settings.get("max_abs_bias"), max_std=settings.get("max_std"),
+            oblivious=settings.get("oblivious", "trec_eval"), relevance_level=relevance_level,
+            make_comparable=make_comparable, dtype=dtype)
 
     def against_baseline(self, name: str, qrels, run, metrics=None, *, tolerance: float = 1e-6,
-                         oblivious: str | None = None, dtype=None):
+                         oblivious: str | None = None, relevance_level: float = 1, make_comparable: bool = False,
+                         dtype=None):
         """Compare with the stored baseline ``<module stem>/<test>_<name>.json`` next to the test file.
 
         No file yet: write it and fail saying so. Later runs fail when a metric's range grows past
@@ -61,13 +60,16 @@ class TieCheck:
 
         if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) \
                 or math.isnan(tolerance) or tolerance < 0:
-            raise ValueError(f"tolerance must be a number >= 0, got {tolerance!r}")
+            from tieaware.errors import InputError
+
+            raise InputError(f"tolerance must be a number >= 0, got {tolerance!r}")
         settings = resolve({"metrics": metrics, "oblivious": oblivious}, self._node, self._defaults)
         names = self._metric_names(settings)
         order = settings.get("oblivious", "trec_eval")
         path = baseline_path(self._node, name)
         shown_path = os.path.relpath(path, self._node.config.rootpath)
-        results = evaluate(qrels, run, [names] if isinstance(names, str) else names, oblivious=order)
+        results = evaluate(qrels, run, [names] if isinstance(names, str) else names, oblivious=order,
+                           relevance_level=relevance_level, make_comparable=make_comparable)
         text = baseline_text(results, order, _dtype_label(dtype))
 
         if not path.is_file() or (self._update_baseline and path.read_text(encoding="utf-8") != text):
@@ -100,16 +102,32 @@ class TieCheck:
     def _metric_names(self, settings: dict):
         names = settings.get("metrics")
         if not names:
-            raise ValueError("no metrics to check: pass metrics=..., or set them with "
+            from tieaware.errors import InputError
+
+            raise InputError("no metrics to check: pass metrics=..., or set them with "
                              "@pytest.mark.tie_stability(metrics=[...]), --tie-metrics or the tie_metrics ini key")
         return names
 
     def _record(self, check: str, result, limits: dict, limit: str, violations: list[str], dtype,
                 baseline: str | None = None) -> None:
-        row = {"test": self._node.nodeid, "check": check, **result.to_dict(), "limits": limits, "limit": limit,
-               "passed": not violations, "violations": list(violations), "dtype": _dtype_label(dtype),
-               "baseline": baseline}
-        self._node.user_properties.append((USER_PROPERTY, row))
+        self._node.user_properties.append(
+            (USER_PROPERTY, check_row(self._node.nodeid, check, result, limits, limit, violations,
+                                      _dtype_label(dtype), baseline)))
+
+
+def check_row(test: str, check: str, result, limits: dict, limit: str, violations: list[str], dtype: str | None,
+              baseline: str | None = None) -> dict:
+    """One report row: the test's node id, the metric's statistics, its limits and pass/fail."""
+    return {"test": test, "check": check, **result.to_dict(), "limits": limits, "limit": limit,
+            "passed": not violations, "violations": list(violations), "dtype": dtype, "baseline": baseline}
+
+
+def record_limit_checks(item: pytest.Item, stability) -> None:
+    """Append one row per metric of a `tieaware.testing.TieStability` to the test's user_properties."""
+    for name, result in stability.results.items():
+        item.user_properties.append(
+            (USER_PROPERTY, check_row(item.nodeid, "limits", result, stability.limits[name],
+                                      stability.limit_text(name), stability.violations[name], stability.dtype)))
 
 
 def _dtype_label(dtype) -> str | None:

@@ -1,9 +1,11 @@
 """pytest11 entry point of tieaware: fixture ``tie_check``, marker ``tie_stability``, ``--tie-*`` options,
 a "tie stability" terminal summary and a ``--tie-json`` report.
 
-Loading this module imports neither tieaware's kernels (numba) nor torch; the first check does.
-Check rows travel in ``report.user_properties`` and are collected where reports arrive, so the
-summary and the JSON report are complete under pytest-xdist.
+Every `tieaware.testing.assert_tie_stable` / `check_tie_stability` call a test makes is recorded,
+through the fixture or not. Loading this module imports neither tieaware's kernels (numba) nor
+torch; the first check does. Check rows travel in ``report.user_properties`` and are collected where
+reports arrive, so the summary and the JSON report are complete under pytest-xdist.
+``--tie-disable`` (or ``-p no:tieaware``) switches the plugin off.
 """
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from .checker import USER_PROPERTY, TieCheck
-from .settings import OPTIONS, PARSERS, session_defaults
+from .checker import USER_PROPERTY, TieCheck, record_limit_checks
+from .settings import OPTIONS, PARSERS, marker_problem, session_defaults
 from .summary import json_report, summary_table
 
 MARKER_HELP = ("tie_stability(max_range=None, max_abs_bias=None, max_std=None, metrics=None, oblivious=None): "
@@ -29,24 +31,63 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                         help=f"{help_text} (ini: {ini_key})")
         parser.addini(ini_key, help_text, type="string", default="")
     group.addoption("--tie-update-baseline", action="store_true", default=False,
-                    help="rewrite tie_check.against_baseline files that differ (like pytest-regressions' --force-regen)")
+                    help="rewrite tie_check.against_baseline files that differ "
+                    "(like pytest-regressions' --force-regen)")
     group.addoption("--tie-json", metavar="PATH", default=None,
-                    help="write every tie_check row and the environment to PATH as JSON")
+                    help="write every tie check's row and the environment to PATH as JSON")
+    group.addoption("--tie-disable", action="store_true", default=False,
+                    help="switch tieaware's plugin off: no recording, summary or report; tie_check tests skip")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
+    if config.getoption("tie_disable"):
+        return
     config.stash[DEFAULTS_KEY] = session_defaults(config)
+    config.pluginmanager.register(TieCheckRecorder(), "tieaware-tie-check-recorder")
     if not hasattr(config, "workerinput"):  # pytest-xdist workers send their rows to the controller
         config.pluginmanager.register(TieStabilityReport(config), "tieaware-tie-stability-report")
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    if config.getoption("tie_disable"):
+        return "tieaware: disabled (--tie-disable)"
+    defaults = config.stash[DEFAULTS_KEY]
+    if not defaults:
+        return "tieaware: no default tie limits (set them per check, by marker, --tie-* options or tie_* ini keys)"
+    shown = ", ".join(f"{key}={','.join(value) if isinstance(value, list) else value}"
+                      for key, value in defaults.items())
+    return f"tieaware: default tie settings {shown} (markers and calls override)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A ``tie_stability`` marker with a typo (argument, limit, metric name, tie order) is a usage
+    error naming the test, before any test runs."""
+    for item in items:
+        problem = marker_problem(item)
+        if problem:
+            raise pytest.UsageError(f"{item.nodeid}: {problem}")
+
+
 @pytest.fixture
 def tie_check(request: pytest.FixtureRequest) -> TieCheck:
-    """Tie-stability checks recorded for the session summary: ``tie_check.assert_stable(qrels, run,
+    """Tie-stability checks with this test's settings: ``tie_check.assert_stable(qrels, run,
     metrics, max_range=...)`` and ``tie_check.against_baseline(name, qrels, run, metrics, tolerance=...)``."""
     config = request.config
+    if config.getoption("tie_disable"):
+        pytest.skip("tieaware tie checks are disabled (--tie-disable)")
     return TieCheck(request.node, config.stash[DEFAULTS_KEY], config.getoption("tie_update_baseline"))
+
+
+class TieCheckRecorder:
+    """Records every tie check a test makes (fixture or plain `assert_tie_stable`) in its user_properties."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item):
+        from tieaware.check_observers import observe_checks  # pure Python: loads no numba
+
+        with observe_checks(lambda stability: record_limit_checks(item, stability)):
+            yield
 
 
 class TieStabilityReport:

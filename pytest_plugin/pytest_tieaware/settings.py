@@ -65,7 +65,7 @@ PARSERS = {"max_range": non_negative_float, "max_abs_bias": non_negative_float, 
 def session_defaults(config: pytest.Config) -> dict:
     """{setting: value} from the command line, else the ini file; unset settings are left out."""
     defaults = {}
-    for key, (flag, ini_key, _) in OPTIONS.items():
+    for key, (_, ini_key, _) in OPTIONS.items():
         value = config.getoption(ini_key)
         if value is None and config.getini(ini_key):
             try:
@@ -102,3 +102,33 @@ def resolve(call: dict, node: pytest.Item, defaults: dict) -> dict:
     merged.update(marker_settings(node))
     merged.update({key: value for key, value in call.items() if value is not None})
     return merged
+
+
+def marker_problem(node: pytest.Item) -> str | None:
+    """What is wrong with a test's ``tie_stability`` marker (None when nothing): unknown or
+    positional arguments, a limit that is not a number >= 0, an unknown metric or tie order."""
+    try:
+        settings = marker_settings(node)
+    except TypeError as error:
+        return str(error)
+    for key in LIMIT_KEYS:
+        value = settings.get(key)
+        if value is None:
+            continue
+        values = value.values() if isinstance(value, dict) else [value]
+        for limit in values:
+            if isinstance(limit, bool) or not isinstance(limit, (int, float)) or math.isnan(limit) or limit < 0:
+                return f"tie_stability marker: {key} must be a number >= 0 (or {{metric: number}}), got {limit!r}"
+    if "oblivious" in settings and settings["oblivious"] not in OBLIVIOUS_ORDERS:
+        return (f"tie_stability marker: oblivious must be one of {', '.join(OBLIVIOUS_ORDERS)}, "
+                f"got {settings['oblivious']!r}")
+    if settings.get("metrics"):
+        from tieaware.errors import TieawareError
+        from tieaware.metrics import parse_metric  # pure Python: loads no numba
+
+        for name in settings["metrics"]:
+            try:
+                parse_metric(name)
+            except TieawareError as error:
+                return f"tie_stability marker: {error}"
+    return None

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 
 SCHEMA = "tieaware-pytest"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: rows carry "tie_std" (was "std")
 PACKAGES = ("tieaware", "ranx", "numba", "numpy", "pytest", "torch")
 SUMMARY_COLUMNS = ("test", "metric", "expected", "range", "bias", "limit", "result")
 

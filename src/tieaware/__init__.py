@@ -1,23 +1,63 @@
 """tieaware: honest retrieval evaluation when scores tie.
 
-Public API: `evaluate` (drop-in for ``ranx.evaluate``), `census` (how tied a run
-is), the result types, and ranx's ``Qrels``/``Run`` re-exported for convenience.
-Importing tieaware never imports torch; `tieaware.hps` does.
-"""
-from ranx import Qrels, Run
+Public API: `evaluate` (drop-in for ``ranx.evaluate``), `compare` (for
+``ranx.compare``), `census` (how tied a run is), the result types, the readers,
+and ranx's ``Qrels``/``Run`` re-exported for convenience.
 
-from .census import census
-from .compare import ComparisonReport, compare
-from .errors import InputError, TieawareError, UnknownMetricError
-from .evaluate import evaluate
-from .inputs import read_trec_qrels, read_trec_run
-from .metrics import MetricSpec, parse_metric
-from .report import EvaluationReport, MetricResult
+Importing tieaware is cheap: each name is imported on first use (PEP 562), so
+``import tieaware`` loads neither numba nor pandas, ranx, scipy, matplotlib or
+torch; `tieaware.hps` imports torch.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "evaluate", "compare", "census", "MetricResult", "EvaluationReport", "ComparisonReport", "MetricSpec", "parse_metric",
-    "Qrels", "Run", "read_trec_qrels", "read_trec_run",
-    "TieawareError", "InputError", "UnknownMetricError", "__version__",
-]
+# public name -> module that defines it (relative to this package, or an absolute one)
+_EXPORTS = {
+    "evaluate": ".evaluation",
+    "compare": ".comparison",
+    "ComparisonReport": ".comparison",
+    "census": ".tie_census",
+    "warmup": ".warming",
+    "MetricResult": ".report",
+    "EvaluationReport": ".report",
+    "MetricSpec": ".metrics",
+    "parse_metric": ".metrics",
+    "read_trec_qrels": ".inputs",
+    "read_trec_run": ".inputs",
+    "TieawareError": ".errors",
+    "InputError": ".errors",
+    "UnknownMetricError": ".errors",
+    "Qrels": "ranx",
+    "Run": "ranx",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+if TYPE_CHECKING:  # what static tools see; at run time `__getattr__` imports on demand
+    from ranx import Qrels, Run
+
+    from .comparison import ComparisonReport, compare
+    from .errors import InputError, TieawareError, UnknownMetricError
+    from .evaluation import evaluate
+    from .inputs import read_trec_qrels, read_trec_run
+    from .metrics import MetricSpec, parse_metric
+    from .report import EvaluationReport, MetricResult
+    from .tie_census import census
+    from .warming import warmup
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tieaware' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -16,15 +17,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .census import census
-from .compare import STAT_TESTS, compare
-from .errors import InputError
-from .evaluate import evaluate
-from .inputs import load_qrels, load_run
+from .comparison import STAT_TESTS, compare
+from .errors import InputError, QueryMismatchError
+from .evaluation import evaluate
+from .inputs import file_stem, load_qrels, load_run, open_text
 from .metrics import parse_metric
 from .plot import DEFAULT_KS, plot_at_k
 from .ranked_lists import OBLIVIOUS_ORDERS
 from .report import SUMMARY_COLUMNS
+from .tie_census import census
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_ERROR = 0, 1, 2
 OUTPUT_FORMATS = ("table", "tsv", "csv", "json", "trec")
@@ -48,8 +49,14 @@ def _metric_names(values: list, relevance_level: int) -> list:
 
 
 def _run_names(paths: list) -> list:
-    """File stems as run names, or the paths as given when two stems coincide."""
-    stems = [Path(p).stem for p in paths]
+    """File stems as run names, or the paths as given when two stems coincide; a run given twice is an error."""
+    seen = set()
+    for path in paths:
+        resolved = Path(path).resolve()
+        if resolved in seen:
+            raise InputError(f"run {path!r} is given twice.")
+        seen.add(resolved)
+    stems = [file_stem(p) for p in paths]
     return stems if len(set(stems)) == len(stems) else list(paths)
 
 
@@ -58,6 +65,34 @@ def _progress(items: list, desc: str):
     from tqdm.auto import tqdm
 
     return tqdm(items, desc=desc, unit="run", delay=1.0, disable=not sys.stderr.isatty(), leave=False)
+
+
+def _digits(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 15:
+        raise argparse.ArgumentTypeError(f"must lie in 0..15 (float64 holds ~15 significant digits), got {value}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def _probability(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1], got {text}")
+    return value
 
 
 def _fixed(value: float, digits: int) -> str:
@@ -86,7 +121,7 @@ def _eval_frame(name: str, report, per_query: bool) -> pd.DataFrame:
     if per_query:
         queries = report.per_query().reset_index().rename(columns={"query_id": "query"})
         queries["query"] = queries["query"].astype(str)
-        queries["std"] = np.sqrt(queries["variance"].clip(lower=0.0))
+        queries["tie_std"] = np.sqrt(queries["variance"].clip(lower=0.0))
         frame.insert(1, "query", "all")
         frame = pd.concat([queries[frame.columns], frame], ignore_index=True)
     frame.insert(0, "run", name)
@@ -115,8 +150,14 @@ def cmd_eval(args) -> int:
     qrels = load_qrels(args.qrels)
     frames = []
     for name, path in _progress(list(zip(_run_names(args.runs), args.runs)), "evaluating"):
-        report = evaluate(qrels, load_run(path), metrics, make_comparable=args.make_comparable,
-                          oblivious=args.oblivious, relevance_level=args.relevance_level)
+        try:
+            report = evaluate(qrels, load_run(path), metrics, make_comparable=args.make_comparable,
+                              oblivious=args.oblivious, relevance_level=args.relevance_level)
+        except QueryMismatchError as exc:
+            cli_error = QueryMismatchError(exc.missing, exc.extra, remedy="pass -c (--make-comparable)")
+            raise InputError(f"run {path}: {cli_error}") from None
+        except InputError as exc:
+            raise InputError(f"run {path}: {exc}") from None
         frames.append(_eval_frame(name, report, args.per_query))
     frame = pd.concat(frames, ignore_index=True)
     if args.output == "trec":
@@ -184,23 +225,30 @@ def cmd_plot(args) -> int:
 # -------------------------------------------------------------------- score
 def read_texts(path, with_title: bool = False) -> dict:
     """``{id: text}`` from a JSONL file (BEIR: ``_id``/``id``, ``text``, optional ``title``), a TSV file
-    (``id<TAB>text``, MS MARCO style) or a JSON object ``{id: text}``. An empty text falls back to the
-    title; ``with_title`` puts the title first."""
+    (``id<TAB>text``, MS MARCO style) or a JSON object ``{id: text}``, plain or gzip/bzip2/xz compressed
+    (``corpus.jsonl.gz``: the format is the suffix before the compression suffix). An empty text falls
+    back to the title; ``with_title`` puts the title first."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"Text file {str(path)!r} does not exist.")
-    if path.suffix.lower() == ".json":
+    suffixes = [s.lower() for s in path.suffixes]
+    while suffixes and suffixes[-1] in (".gz", ".bz2", ".xz"):
+        suffixes.pop()
+    suffix = suffixes[-1] if suffixes else ""
+    if suffix == ".json":
         try:
-            with open(path, encoding="utf-8") as handle:
+            with open_text(path, "text") as handle:
                 data = json.load(handle)
         except ValueError as exc:
+            if isinstance(exc, InputError):
+                raise
             raise InputError(f"{path}: not valid JSON ({exc}).") from None
         if not isinstance(data, dict):
             raise InputError(f"{path}: a .json text file holds one object {{id: text}}.")
         return {str(k): str(v) for k, v in data.items()}
     texts = {}
-    jsonl = path.suffix.lower() == ".jsonl"
-    with open(path, encoding="utf-8") as handle:
+    jsonl = suffix == ".jsonl"
+    with open_text(path, "text") as handle:
         for line_no, line in enumerate(handle, 1):
             if not line.strip():
                 continue
@@ -271,6 +319,13 @@ def cmd_score(args) -> int:
     return EXIT_OK
 
 
+def cmd_warmup(args) -> int:
+    from .warming import warmup
+
+    warmup()
+    return EXIT_OK
+
+
 # ------------------------------------------------------------------- parser
 def _evaluation_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
@@ -280,7 +335,8 @@ def _evaluation_options() -> argparse.ArgumentParser:
                         help="judgments >= L are relevant (default 1)")
     common.add_argument("-c", "--make-comparable", action="store_true",
                         help="score qrels queries missing from a run as 0 and drop run queries without qrels")
-    common.add_argument("--digits", type=int, default=4, help="decimals in table/trec/latex output (default 4)")
+    common.add_argument("--digits", type=_digits, default=4,
+                        help="decimals in table and trec output, and in compare's latex (0-15, default 4)")
     return common
 
 
@@ -307,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("-q", "--per-query", action="store_true", help="per-query values too (query 'all': the mean)")
     ev.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default="table",
                     help="table, tsv, csv, json (a list of objects) or trec (trec_eval's layout with E[M])")
-    ev.add_argument("--fail-range-above", type=float, metavar="X",
+    ev.add_argument("--fail-range-above", type=_non_negative, metavar="X",
                     help="exit 1 when the range of any mean (max - min over tie orders) exceeds X")
     ev.set_defaults(handler=cmd_eval)
 
@@ -316,8 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "tests on per-query E[M], and the pairs whose order tie order alone could flip.")
     _add_qrels_runs_metrics(cp, metric_help)
     cp.add_argument("--stat-test", choices=STAT_TESTS + ("none",), default="student")
-    cp.add_argument("--max-p", type=float, default=0.01, help="significance threshold (default 0.01)")
-    cp.add_argument("--permutations", type=int, default=1000, help="Fisher's randomization test permutations")
+    cp.add_argument("--max-p", type=_probability, default=0.01, help="significance threshold (default 0.01)")
+    cp.add_argument("--permutations", type=_positive_int, default=1000,
+                    help="Fisher's randomization test permutations (default 1000)")
     cp.add_argument("--seed", type=int, default=42, help="Fisher's randomization test seed")
     cp.add_argument("-o", "--output", choices=("table", "latex", "json", "tsv", "csv"), default="table")
     cp.add_argument("--pairs", action="store_true", help="tsv/csv: one row per pair of runs instead of per run")
@@ -330,9 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Per cutoff k: unique scores@k, mean tie-group size@k, share of "
                              "queries with a tie group straddling k, largest tie group.")
     ti.add_argument("runs", nargs="+", metavar="run")
-    ti.add_argument("-k", type=int, action="extend", nargs="+", help=f"cutoffs (default {DEFAULT_KS})")
+    ti.add_argument("-k", type=_positive_int, action="extend", nargs="+", help=f"cutoffs (default {DEFAULT_KS})")
     ti.add_argument("-o", "--output", choices=("table", "tsv", "csv", "json"), default="table")
-    ti.add_argument("--digits", type=int, default=4, help="decimals in table output (default 4)")
+    ti.add_argument("--digits", type=_digits, default=4, help="decimals in table output (0-15, default 4)")
     ti.set_defaults(handler=cmd_ties)
 
     pl = commands.add_parser("plot", parents=[common], help="metric@k curves with tie bands to PNG",
@@ -342,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("runs", nargs="+", metavar="run")
     pl.add_argument("-m", "--metric", dest="metrics", action="extend", nargs="+",
                     help="metric families with a cutoff: ndcg, P, recall, mrr, map, ... (default ndcg)")
-    pl.add_argument("-k", type=int, action="extend", nargs="+", help=f"cutoffs (default {DEFAULT_KS})")
+    pl.add_argument("-k", type=_positive_int, action="extend", nargs="+", help=f"cutoffs (default {DEFAULT_KS})")
     pl.add_argument("--out", required=True, help="image file (PNG, SVG, PDF by suffix)")
     pl.add_argument("--title")
     pl.set_defaults(handler=cmd_plot)
@@ -376,6 +433,11 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument_group("cross-encoder").add_argument("--positive-index", type=int)
     sc.add_argument_group("yes-no").add_argument("--instruction")
     sc.set_defaults(handler=cmd_score)
+
+    wu = commands.add_parser("warmup", help="compile the numba kernels into numba's cache (CI images)",
+                             description="Compile every kernel once and write it to numba's on-disk cache "
+                             "(NUMBA_CACHE_DIR if set), so later first calls load instead of compiling.")
+    wu.set_defaults(handler=cmd_warmup)
     return parser
 
 

@@ -1,5 +1,9 @@
-"""Exceptions raised by tieaware. All are ``ValueError`` subclasses, so code
-written for ranx/pytrec_eval that catches ``ValueError`` keeps working."""
+"""Exceptions raised by tieaware for bad input: one family under `TieawareError`.
+
+Each also derives from the built-in it stands for (``ValueError``; a missing file
+from ``FileNotFoundError`` too), so code written for ranx/pytrec_eval that catches
+those keeps working, and the CLI can catch input errors without hiding bugs.
+"""
 
 
 class TieawareError(ValueError):
@@ -11,5 +15,30 @@ class InputError(TieawareError):
     query, document, file line or column at fault."""
 
 
+class MissingFileError(InputError, FileNotFoundError):
+    """A file that does not exist (or a folder where a file was expected); also a
+    ``FileNotFoundError``, so ``except OSError`` keeps working."""
+
+
 class UnknownMetricError(TieawareError):
     """A metric name in none of the supported syntaxes; the message lists them."""
+
+
+class QueryMismatchError(InputError):
+    """The qrels and a run hold different query ids (and ``make_comparable`` was not set).
+
+    Attributes:
+        missing: query ids in the qrels but not in the run.
+        extra: query ids in the run but not in the qrels.
+    """
+
+    def __init__(self, missing: list, extra: list, remedy: str = "pass `make_comparable=True`"):
+        self.missing, self.extra = missing, extra
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} in the qrels but not in the run (e.g. {missing[:5]})")
+        if extra:
+            parts.append(f"{len(extra)} in the run but not in the qrels (e.g. {extra[:5]})")
+        super().__init__("Qrels and run query ids do not match: " + "; ".join(parts) +
+                         f". To score queries missing from the run as empty and drop those not in the qrels, "
+                         f"{remedy}.")

@@ -3,46 +3,199 @@
 Accepted for both: ranx ``Qrels``/``Run``; pytrec_eval-style dicts
 ``{qid: {docid: relevance}}`` / ``{qid: {docid: score}}``; a path (``str`` or
 ``Path``) to a TREC file (qrels ``qid iter docid rel``, run ``qid Q0 docid rank
-score tag``), a ranx-style ``.json`` file or a ``.parquet`` file; a pandas
-DataFrame with ranx's column names (``q_id``, ``doc_id``, ``score``) or
-ir_measures' (``query_id``, ``doc_id``, ``relevance``/``score``).
+score tag``), a ranx-style ``.json`` file, a ``.parquet`` file or a ranx ``.lz4``
+file; a pandas DataFrame with ranx's column names (``q_id``, ``doc_id``,
+``score``), ir_measures' (``query_id``, ``doc_id``, ``relevance``/``score``) or
+PyTerrier's (``qid``, ``docno``, ``label``/``score``).
+
+Files may be gzip, bzip2 or xz compressed (recognised by their first bytes,
+whatever their name) and may start with a UTF-8 byte-order mark. TREC files
+follow trec_eval: blank lines and ``#`` comment lines are skipped, fields after
+the sixth of a run line are ignored, and grades are integers (a fractional or
+exponent-written grade, which trec_eval's ``atol`` would silently truncate, is
+an error here). Scores must be numbers as C's ``atof`` reads them the same way
+(no ``0_4``, no non-ASCII digits); ``inf``/``-inf`` are ordinary scores.
+
+Ids are strings, as trec_eval reads them: integer query or document ids in
+dicts and DataFrames are converted with ``str``, so the same data gives the same
+number whatever container it came in.
+
+ranx is imported only when a ranx object is passed (it is recognised through
+``sys.modules``, so reading a dict never imports ranx).
 
 Everything here reads; nothing modifies the caller's objects. Errors name the
-file line, query or document at fault.
+file and line, query or document at fault.
 """
 from __future__ import annotations
 
+import bz2
+import gzip
+import io
 import json
+import lzma
 import math
 import os
+import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import IO, Union
 
-import pandas as pd
+from .errors import InputError, MissingFileError
 
-from .errors import InputError
-
-try:  # ranx is a dependency, but keep the import local to what needs it
-    from ranx import Qrels as RanxQrels
-    from ranx import Run as RanxRun
-except ImportError:  # pragma: no cover
-    RanxQrels = RanxRun = ()
+#: Anything `load_qrels` accepts: a ranx ``Qrels``, ``{qid: {docid: grade}}``, a path, a DataFrame.
+QrelsLike = Union["ranx.Qrels", Mapping, str, os.PathLike, "pd.DataFrame"]  # noqa: F821
+#: Anything `load_run` accepts: a ranx ``Run``, ``{qid: {docid: score}}``, a path, a DataFrame.
+RunLike = Union["ranx.Run", Mapping, str, os.PathLike, "pd.DataFrame"]  # noqa: F821
 
 _RUN_COLUMNS = ("qid Q0 docid rank score tag", 6)
 _QRELS_COLUMNS = ("qid iter docid rel", 4)
+_MAGIC = ((b"\x1f\x8b", gzip.open, "gzip"), (b"BZh", bz2.open, "bzip2"), (b"\xfd7zXZ\x00", lzma.open, "xz"))
+_DECOMPRESSION_ERRORS = (OSError, EOFError, lzma.LZMAError, ValueError)
 
 
-def _number(text: str, what: str, where: str) -> float:
+# ------------------------------------------------------------------- ranx
+def is_ranx_qrels(obj) -> bool:
+    """True for a ranx ``Qrels``, without importing ranx when nobody has."""
+    ranx = sys.modules.get("ranx")
+    return ranx is not None and isinstance(obj, ranx.Qrels)
+
+
+def is_ranx_run(obj) -> bool:
+    """True for a ranx ``Run``, without importing ranx when nobody has."""
+    ranx = sys.modules.get("ranx")
+    return ranx is not None and isinstance(obj, ranx.Run)
+
+
+def _is_dataframe(obj) -> bool:
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(obj, pd.DataFrame)
+
+
+# ------------------------------------------------------------- raw files
+def _checked_path(path, kind: str) -> Path:
+    path = Path(path)
+    if path.is_dir():
+        raise MissingFileError(f"{kind} path {str(path)!r} is a directory, not a file.")
+    if not path.exists():
+        raise MissingFileError(f"{kind} file {str(path)!r} does not exist.")
+    return path
+
+
+def _open_binary(path: Path, kind: str) -> IO[bytes]:
+    """The file's bytes, decompressed when its first bytes say gzip, bzip2 or xz."""
+    try:
+        with open(path, "rb") as probe:
+            head = probe.read(6)
+        for magic, opener, _ in _MAGIC:
+            if head.startswith(magic):
+                return opener(path, "rb")
+        return open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"Cannot read {kind} file {str(path)!r}: {exc.strerror or exc}.") from None
+
+
+def _compression(path: Path) -> str:
+    with open(path, "rb") as probe:
+        head = probe.read(6)
+    return next((name for magic, _, name in _MAGIC if head.startswith(magic)), "")
+
+
+def _decode(raw: bytes, path: Path, line_no: int, kind: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}:{line_no}: {kind} file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at "
+                         f"column {exc.start + 1}).") from None
+
+
+def iter_lines(path, kind: str = "text"):
+    """``(line number, line)`` of a UTF-8 text file, plain or compressed; a leading
+    byte-order mark is dropped. Undecodable bytes and broken archives raise an
+    `InputError` naming the file (and the line)."""
+    path = _checked_path(path, kind)
+    line_no = 0
+    with _open_binary(path, kind) as handle:
+        try:
+            for line_no, raw in enumerate(handle, 1):
+                text = _decode(raw, path, line_no, kind)
+                if line_no == 1 and text.startswith("\ufeff"):
+                    text = text[1:]
+                yield line_no, text
+        except _DECOMPRESSION_ERRORS as exc:
+            if isinstance(exc, InputError):
+                raise
+            raise InputError(f"{path}: cannot decompress the {kind} file ({_compression(path) or 'plain'} data) "
+                             f"after line {line_no}: {exc}.") from None
+
+
+def read_text(path, kind: str = "text") -> str:
+    """The whole decoded text of a plain or compressed UTF-8 file (see `iter_lines`)."""
+    return "".join(line for _, line in iter_lines(path, kind))
+
+
+def open_text(path, kind: str = "text") -> io.StringIO:
+    """A text handle on a plain or compressed UTF-8 file (see `iter_lines`)."""
+    return io.StringIO(read_text(path, kind))
+
+
+def file_stem(path) -> str:
+    """A file's name without its compression suffix and its format suffix (``bf16.trec.gz`` -> ``bf16``)."""
+    path = Path(path)
+    if path.suffix.lower() in (".gz", ".bz2", ".xz"):
+        path = path.with_suffix("")
+    return path.stem
+
+
+# ------------------------------------------------------------ TREC files
+def _has_foreign_characters(text: str) -> bool:
+    """Python's ``float``/``int`` accept ``_`` separators and non-ASCII digits; C's atof/atol do not."""
+    return "_" in text or not text.isascii()
+
+
+def _score(text: str, where: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise InputError(f"{where}: {what} {text!r} is not a number.") from None
+        value = None
+    if value is None or _has_foreign_characters(text):
+        raise InputError(f"{where}: score {text!r} is not a number.")
     if math.isnan(value):
-        raise InputError(f"{where}: {what} is NaN.")
+        raise InputError(f"{where}: score is NaN.")
     return value
 
 
+def _grade(text: str, where: str) -> int:
+    """A TREC qrels grade: an integer (``2`` or ``2.0``), as trec_eval's ``atol`` reads it."""
+    if not _has_foreign_characters(text):
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        head, dot, tail = text.partition(".")
+        if dot and tail.strip("0") == "" and head.lstrip("+-").isdigit():
+            return int(head)
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is not None and not _has_foreign_characters(text) and math.isfinite(value):
+        raise InputError(f"{where}: relevance {text!r} is not an integer. TREC qrels grades are integers "
+                         f"(trec_eval would silently read it as {_atol(text)}); give a dict or DataFrame "
+                         "for fractional gains.")
+    raise InputError(f"{where}: relevance {text!r} is not an integer grade.")
+
+
+def _atol(text: str) -> int:
+    digits = ""
+    for ch in text.lstrip("+-"):
+        if not ch.isdigit():
+            break
+        digits += ch
+    return int(text[0] + digits) if digits and text[0] in "+-" else int(digits or 0)
+
+
 def read_trec_run(path) -> dict:
-    """Read a TREC run file into ``{qid: {docid: score}}`` (line order kept).
+    """Read a TREC run file (plain or compressed) into ``{qid: {docid: score}}``, line order kept.
 
     The rank column and fields after the sixth are ignored, as trec_eval does;
     scores decide the order.
@@ -51,105 +204,172 @@ def read_trec_run(path) -> dict:
 
 
 def read_trec_qrels(path) -> dict:
-    """Read a TREC qrels file into ``{qid: {docid: relevance}}``."""
+    """Read a TREC qrels file (plain or compressed) into ``{qid: {docid: grade}}``; grades are integers."""
     return _read_trec(path, kind="qrels")
 
 
 def _read_trec(path, kind: str) -> dict:
     layout, n_cols = _RUN_COLUMNS if kind == "run" else _QRELS_COLUMNS
-    other_layout, other_cols = _QRELS_COLUMNS if kind == "run" else _RUN_COLUMNS
-    other_kind = "qrels" if kind == "run" else "run"
     out: dict = {}
-    try:
-        handle = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"Cannot read {kind} file {str(path)!r}: {exc.strerror}.") from None
-    with handle:
-        for line_no, line in enumerate(handle, 1):
-            cols = line.split()
-            if not cols:
-                continue
-            where = f"{path}:{line_no}"
-            if len(cols) != n_cols and not (kind == "run" and len(cols) > n_cols):  # trec_eval ignores trailing run fields
-                hint = ""
-                if len(cols) == other_cols:
-                    hint = f" It looks like a {other_kind} line ({other_layout}): was a {other_kind} file given as the {kind}?"
-                raise InputError(f"{where}: a TREC {kind} line has {n_cols} columns ({layout}), "
-                                 f"this one has {len(cols)}: {line.strip()!r}.{hint}")
-            qid, docid = cols[0], cols[2]
-            value = _number(cols[4] if kind == "run" else cols[3], "score" if kind == "run" else "relevance", where)
-            docs = out.get(qid)
-            if docs is None:
-                docs = out[qid] = {}
-            if docid in docs:
-                raise InputError(f"{where}: document {docid!r} appears twice for query {qid!r}.")
-            docs[docid] = value if kind == "run" else _as_grade(value)
+    for line_no, line in iter_lines(path, kind):
+        cols = line.split()
+        if not cols or cols[0].startswith("#"):
+            continue
+        where = f"{path}:{line_no}"
+        if len(cols) != n_cols and not (kind == "run" and len(cols) > n_cols):  # trec_eval ignores trailing run fields
+            raise InputError(f"{where}: a TREC {kind} line has {n_cols} columns ({layout}), this one has "
+                             f"{len(cols)}: {line.strip()!r}.{_layout_hint(kind, len(cols))}")
+        qid, docid = cols[0], cols[2]
+        value = _score(cols[4], where) if kind == "run" else _grade(cols[3], where)
+        docs = out.get(qid)
+        if docs is None:
+            docs = out[qid] = {}
+        if docid in docs:
+            raise InputError(f"{where}: document {docid!r} appears twice for query {qid!r}.")
+        docs[docid] = value
     if not out:
         raise InputError(f"{kind} file {str(path)!r} holds no {kind} lines.")
     return out
 
 
-def _as_grade(value: float):
-    return int(value) if float(value).is_integer() else value
+def _layout_hint(kind: str, n_cols: int) -> str:
+    if kind == "run" and n_cols == 4:
+        return (" It looks like a qrels line (qid iter docid rel), or a run without the Q0 and tag columns "
+                "(qid docid rank score): was a qrels file given as the run? Write runs as 'qid Q0 docid rank "
+                "score tag'.")
+    if kind == "qrels" and n_cols >= 6:
+        return " It looks like a run line (qid Q0 docid rank score tag): was a run file given as the qrels?"
+    return ""
 
 
-def _from_dataframe(df: pd.DataFrame, kind: str) -> dict:
-    value_names = ("score",) if kind == "run" else ("score", "relevance", "rel")
+# ------------------------------------------------------ other containers
+def _from_dataframe(df, kind: str) -> dict:
+    value_names = ("score",) if kind == "run" else ("relevance", "label", "rel", "score")
     q_col = next((c for c in ("q_id", "query_id", "qid") if c in df.columns), None)
     d_col = next((c for c in ("doc_id", "docid", "docno") if c in df.columns), None)
     v_col = next((c for c in value_names if c in df.columns), None)
     if q_col is None or d_col is None or v_col is None:
-        raise InputError(f"A {kind} DataFrame needs columns q_id, doc_id and {'/'.join(value_names)} "
-                         f"(ranx's names; query_id works too); it has {list(df.columns)}.")
+        raise InputError(f"A {kind} DataFrame needs a query column (q_id, query_id or qid), a document column "
+                         f"(doc_id, docid or docno) and a value column ({', '.join(value_names)}); "
+                         f"it has {list(df.columns)}.")
     out: dict = {}
-    for row, (qid, docid, value) in enumerate(zip(df[q_col].tolist(), df[d_col].tolist(), df[v_col].tolist())):
-        docs = out.setdefault(qid, {})
+    qids = df[q_col].astype(str).tolist()
+    docids = df[d_col].astype(str).tolist()
+    for row, (qid, docid, value) in enumerate(zip(qids, docids, df[v_col].tolist())):
+        docs = out.get(qid)
+        if docs is None:
+            docs = out[qid] = {}
         if docid in docs:
             raise InputError(f"{kind} DataFrame row {row}: document {docid!r} appears twice for query {qid!r}.")
         docs[docid] = value
     return out
 
 
+def _from_json(path: Path, kind: str) -> dict:
+    try:
+        data = json.loads(read_text(path, kind))
+    except ValueError as exc:
+        raise InputError(f"Cannot read {kind} JSON file {str(path)!r}: {exc}.") from None
+    return _checked_mapping(data, kind, f"{kind} JSON file {str(path)!r}")
+
+
+def _from_lz4(path: Path, kind: str) -> dict:
+    try:
+        from ranx.io import load_lz4
+    except ImportError:  # pragma: no cover - ranx is a dependency
+        raise InputError(f"{path}: reading .lz4 files needs ranx (pip install ranx).") from None
+    try:
+        data = load_lz4(str(path))
+    except Exception as exc:  # lz4/orjson raise their own types
+        raise InputError(f"Cannot read {kind} LZ4 file {str(path)!r}: {exc}.") from None
+    return _checked_mapping(data, kind, f"{kind} LZ4 file {str(path)!r}")
+
+
 def _from_file(path: Path, kind: str) -> dict:
-    suffix = path.suffix.lower()
+    suffixes = [s.lower() for s in path.suffixes]
+    while suffixes and suffixes[-1] in (".gz", ".bz2", ".xz"):
+        suffixes.pop()
+    suffix = suffixes[-1] if suffixes else ""
     if suffix == ".json":
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"Cannot read {kind} JSON file {str(path)!r}: {exc}.") from None
-        if not isinstance(data, dict):
-            raise InputError(f"{kind} JSON file {str(path)!r} must hold an object {{qid: {{docid: value}}}}.")
-        return data
+        return _from_json(path, kind)
+    if suffix == ".lz4":
+        return _from_lz4(path, kind)
     if suffix in (".parquet", ".parq"):
+        import pandas as pd
+
         return _from_dataframe(pd.read_parquet(path), kind)
     return _read_trec(path, kind)
 
 
+def _checked_mapping(obj, kind: str, what: str) -> dict:
+    """``{qid: {docid: value}}`` with string ids; anything else is named."""
+    if not isinstance(obj, Mapping):
+        raise InputError(f"{what} must be a mapping {{qid: {{docid: value}}}}, got {type(obj).__name__}.")
+    out = {}
+    for qid, docs in obj.items():
+        if not isinstance(docs, Mapping):
+            raise InputError(f"{what}: query {qid!r} maps to {type(docs).__name__}, expected a mapping "
+                             f"{{docid: value}}.")
+        key = qid if type(qid) is str else _string_id(qid, kind, "query")
+        if key in out:
+            raise InputError(f"{what}: query id {qid!r} appears twice once ids are read as strings.")
+        out[key] = _string_keys(docs, kind, key)
+    return out
+
+
+def _string_id(value, kind: str, what: str) -> str:
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return str(value)
+    if type(value).__module__ == "numpy" and hasattr(value, "dtype") and value.dtype.kind in "iuU":
+        return str(value)
+    raise InputError(f"{kind} {what} id {value!r} is a {type(value).__name__}; ids are strings (or integers).")
+
+
+def _string_keys(docs: Mapping, kind: str, qid: str) -> Mapping:
+    """The inner dict itself when its ids are strings (every key of a qrels query, the first
+    key of a run query), else a copy with ``str`` ids; a collision such as ``1`` and ``"1"``
+    is an error."""
+    if not docs:
+        return docs
+    if isinstance(docs, dict) and (all(type(d) is str for d in docs) if kind == "qrels"
+                                   else type(next(iter(docs))) is str):
+        return docs
+    out = {}
+    for doc, value in docs.items():
+        key = doc if type(doc) is str else _string_id(doc, kind, f"query {qid!r} document")
+        if key in out:
+            raise InputError(f"{kind} query {qid!r}: document id {doc!r} appears twice once ids are read "
+                             "as strings.")
+        out[key] = value
+    return out
+
+
 def load_qrels(qrels):
-    """Qrels as a ranx ``Qrels`` (kept as is) or a ``{qid: {docid: grade}}`` dict."""
-    return _load(qrels, "qrels", RanxQrels)
+    """Qrels as a ranx ``Qrels`` (kept as is) or a ``{qid: {docid: grade}}`` dict with string ids."""
+    return _load(qrels, "qrels")
 
 
 def load_run(run):
-    """A run as a ranx ``Run`` (kept as is) or a ``{qid: {docid: score}}`` dict."""
-    return _load(run, "run", RanxRun)
+    """A run as a ranx ``Run`` (kept as is) or a ``{qid: {docid: score}}`` dict with string ids."""
+    return _load(run, "run")
 
 
-def _load(obj, kind: str, ranx_type):
-    if isinstance(obj, ranx_type):
+def _load(obj, kind: str):
+    if is_ranx_qrels(obj) if kind == "qrels" else is_ranx_run(obj):
         return obj
-    if isinstance(obj, dict):
-        for qid, docs in obj.items():
-            if not isinstance(docs, dict):
-                raise InputError(f"{kind} query {qid!r}: expected a dict {{docid: value}}, got {type(docs).__name__}.")
-        return obj
+    if is_ranx_run(obj) or is_ranx_qrels(obj):
+        other = "Run" if kind == "qrels" else "Qrels"
+        raise InputError(f"A ranx {other} was given as the {kind}.")
+    if isinstance(obj, Mapping):
+        return _checked_mapping(obj, kind, f"{kind} dict")
     if isinstance(obj, (str, os.PathLike)):
-        path = Path(obj)
-        if not path.is_file():
-            raise InputError(f"{kind} file {str(path)!r} does not exist.")
-        return _from_file(path, kind)
-    if isinstance(obj, pd.DataFrame):
+        return _from_file(_checked_path(obj, kind), kind)
+    if _is_dataframe(obj):
         return _from_dataframe(obj, kind)
-    raise InputError(f"Cannot read {kind} of type {type(obj).__name__}: give a ranx {ranx_type.__name__}, "
+    ranx_type = "Run" if kind == "run" else "Qrels"
+    raise InputError(f"Cannot read {kind} of type {type(obj).__name__}: give a ranx {ranx_type}, "
                      f"a dict {{qid: {{docid: value}}}}, a TREC file path or a pandas DataFrame.")
+
+
+__all__ = ["QrelsLike", "RunLike", "file_stem", "iter_lines", "load_qrels", "load_run", "open_text", "read_text",
+           "read_trec_qrels", "read_trec_run", "is_ranx_qrels", "is_ranx_run"]

@@ -64,7 +64,7 @@ class MetricSpec:
     gain_floor: float | None = None
     persistence: float = 0.0
 
-    def with_name(self, name: str) -> "MetricSpec":
+    def with_name(self, name: str) -> MetricSpec:
         return MetricSpec(name, self.family, self.k, self.relevance_level, self.gain, self.gain_floor,
                           self.persistence)
 
@@ -109,7 +109,7 @@ _IRM = {
     "RBP": ("rbp", "linear", "optional"),
 }
 
-_RANX_RE = re.compile(r"^(?P<base>[a-z_\-0-9]+?)(?:@(?P<k>[^-]+))?(?:-l(?P<level>-?\d+))?$")
+_RANX_RE = re.compile(r"^(?P<base>[a-z_\-0-9]+?)(?:@(?P<k>-?[^-]+))?(?:-l(?P<level>-?\d+))?$")
 _RANX_RBP_RE = re.compile(r"^rbp[.@](?P<p>\d+)(?:-l(?P<level>-?\d+))?$")
 _TREC_RE = re.compile(r"^(?P<base>[A-Za-z_]+?)(?:[._](?P<k>\d[^.]*))?$")
 _IRM_RE = re.compile(r"^(?P<base>[A-Za-z]+)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>.+))?$")
@@ -153,10 +153,11 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
     m = _RANX_RBP_RE.match(text)
     if m:
         level = int(m["level"]) if m["level"] is not None else relevance_level
-        return MetricSpec(name, "rbp", None, level, "linear", level, float("0." + m["p"]))
+        return MetricSpec(name, "rbp", None, level, "linear", level, _persistence(float("0." + m["p"]), name))
 
     m = _IRM_RE.match(text)
-    if m and m["base"] in _IRM and (m["params"] is not None or m["k"] is not None or m["base"] in ("RBP", "Bpref", "Rprec", "AP", "RR", "nDCG")):
+    bare_ok = ("RBP", "Bpref", "Rprec", "AP", "RR", "nDCG")  # ir_measures names that stand without @k
+    if m and m["base"] in _IRM and (m["params"] is not None or m["k"] is not None or m["base"] in bare_ok):
         family, gain, takes = _IRM[m["base"]]
         params = _parse_irm_params(m["params"] or "", name)
         level = params.pop("rel", None)
@@ -196,14 +197,22 @@ def _parse_irm_params(text: str, name: str) -> dict:
         key, sep, value = part.partition("=")
         if not sep:
             raise UnknownMetricError(f"Metric {name!r}: parameter {part!r} is not key=value.")
+        if key.strip() in params:
+            raise UnknownMetricError(f"Metric {name!r}: parameter {key.strip()!r} is given twice.")
         try:
             params[key.strip()] = int(value) if key.strip() == "rel" else float(value)
         except ValueError:
             raise UnknownMetricError(f"Metric {name!r}: parameter {part!r} is not a number.") from None
-    p = params.get("p")
-    if p is not None and not 0 < p < 1:
-        raise UnknownMetricError(f"Metric {name!r}: RBP persistence p must lie in (0, 1).")
+    if "p" in params:
+        _persistence(params["p"], name)
     return params
+
+
+def _persistence(p: float, name: str) -> float:
+    """RBP's p, one rule for every syntax: 0 < p < 1."""
+    if not 0 < p < 1:
+        raise UnknownMetricError(f"Metric {name!r}: RBP persistence p must lie in (0, 1), got {p:g}.")
+    return p
 
 
 def parse_metrics(metrics, relevance_level: float = 1) -> list[MetricSpec]:

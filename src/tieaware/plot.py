@@ -73,7 +73,7 @@ def plot_report(report, path=None, *, title: str | None = None, dpi: int = 150):
     Figure, Line2D = _matplotlib()
     families = _families(report.metrics)
     if not families:
-        raise ValueError(f"Nothing to plot: none of {report.metrics} has a cutoff k.")
+        raise UnknownMetricError(f"Nothing to plot: none of {report.metrics} has a cutoff k.")
     figure = Figure(figsize=(4.6 * len(families) + 2.8, 6.0), layout="constrained")
     axes = figure.subplots(2, len(families), sharex="col", squeeze=False, height_ratios=(3, 2))
     n_runs = len(report.run_names)
@@ -125,7 +125,7 @@ def plot_at_k(qrels, runs, metric="ndcg", ks=DEFAULT_KS, path=None, *, oblivious
     Returns:
         The matplotlib ``Figure``.
     """
-    from .compare import compare
+    from .comparison import compare
 
     _matplotlib()
     families = [metric] if isinstance(metric, str) else list(metric)

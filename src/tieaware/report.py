@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
 
 PER_QUERY_COLUMNS = ["expected", "oblivious", "min", "max", "range", "bias", "variance"]
-SUMMARY_COLUMNS = ["expected", "oblivious", "min", "max", "range", "bias", "std"]
+SUMMARY_COLUMNS = ["expected", "oblivious", "min", "max", "range", "bias", "tie_std"]
 
 
 class MetricResult(float):
@@ -26,7 +27,10 @@ class MetricResult(float):
         min, max: mean over queries of the worst and best tie orderings (the extremes of the mean).
         range: ``max - min``: how far tie order alone can move the mean.
         bias: ``oblivious - expected``: how far the tool's number is off.
-        std: standard deviation of the mean due to tie order, ``sqrt(sum_q Var_q) / Q``.
+        tie_std: standard deviation of the mean over tie orderings, ``sqrt(sum_q Var_q) / Q``
+            (a tie-noise standard error; not the spread across queries that ranx's
+            ``return_std=True`` gives, which `evaluate` also gives). ``std`` is a
+            deprecated alias.
         per_query: DataFrame indexed by query id with expected, oblivious, min, max,
             range, bias and variance (over tie orderings).
         oblivious_order: "trec_eval", "ranx" or "input".
@@ -34,7 +38,7 @@ class MetricResult(float):
 
     def __new__(cls, name: str, per_query: pd.DataFrame, oblivious_order: str):
         n = len(per_query)
-        expected = float(per_query["expected"].mean()) if n else 0.0
+        expected = float(per_query["expected"].mean()) if n else math.nan  # no queries: NaN, as ir_measures
         self = super().__new__(cls, expected)
         self.name = name
         self.per_query = per_query
@@ -44,12 +48,19 @@ class MetricResult(float):
             self.oblivious = float(per_query["oblivious"].mean())
             self.min = float(per_query["min"].mean())
             self.max = float(per_query["max"].mean())
-            self.std = math.sqrt(float(per_query["variance"].sum())) / n
+            self.tie_std = math.sqrt(float(per_query["variance"].sum())) / n
         else:
-            self.oblivious = self.min = self.max = self.std = 0.0
+            self.oblivious = self.min = self.max = self.tie_std = math.nan
         self.range = self.max - self.min
         self.bias = self.oblivious - self.expected
         return self
+
+    @property
+    def std(self) -> float:
+        """Deprecated alias of `tie_std` (renamed in 0.2.0: ``std`` read like ranx's spread across queries)."""
+        warnings.warn("MetricResult.std is renamed tie_std (the standard deviation over tie orderings)",
+                      DeprecationWarning, stacklevel=2)
+        return self.tie_std
 
     def __reduce__(self):
         return (MetricResult, (self.name, self.per_query, self.oblivious_order))
@@ -80,7 +91,7 @@ class EvaluationReport(dict):
     """Several metrics: a dict ``{name: MetricResult}`` (what ranx returns, with extras)."""
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per metric: expected, oblivious, min, max, range, bias, std."""
+        """One row per metric: expected, oblivious, min, max, range, bias, tie_std."""
         rows = [r.to_dict() for r in self.values()]
         return pd.DataFrame(rows).set_index("metric") if rows else pd.DataFrame(columns=SUMMARY_COLUMNS)
 

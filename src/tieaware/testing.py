@@ -17,11 +17,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .evaluate import evaluate
+from .check_observers import notify, observe_checks
+from .errors import InputError
+from .evaluation import evaluate
 from .report import EvaluationReport
 
 #: Limit keyword -> (statistic it bounds, how the message names it).
-LIMITS = {"max_range": ("range", "range"), "max_abs_bias": ("bias", "|bias|"), "max_std": ("std", "std")}
+LIMITS = {"max_range": ("range", "range"), "max_abs_bias": ("bias", "|bias|"), "max_std": ("tie_std", "tie_std")}
 WORST_QUERIES = 5
 #: Slack on every limit, for float round-off in means over queries (``max_abs_bias=0`` must hold
 #: on a run whose ties cannot matter).
@@ -55,6 +57,7 @@ class TieStability:
     results: EvaluationReport
     limits: dict[str, dict[str, float]]
     violations: dict[str, list[str]]
+    dtype: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -91,21 +94,24 @@ class TieStability:
 
 
 def check_tie_stability(qrels, run, metrics, *, max_range=None, max_abs_bias=None, max_std=None,
-                        oblivious: str = "trec_eval") -> TieStability:
+                        oblivious: str = "trec_eval", relevance_level: float = 1, make_comparable: bool = False,
+                        dtype=None) -> TieStability:
     """Evaluate with `tieaware.evaluate` and hold each metric to its limits; never raises on a breach.
 
     Args:
-        qrels, run, metrics, oblivious: as `tieaware.evaluate`.
+        qrels, run, metrics, oblivious, relevance_level, make_comparable: as `tieaware.evaluate`.
         max_range: largest allowed ``max - min`` of the mean (what tie order alone can do).
         max_abs_bias: largest allowed ``|oblivious - expected|`` (how far the tool's number is off).
-        max_std: largest allowed standard deviation of the mean over tie orderings.
+        max_std: largest allowed ``tie_std``, the standard deviation of the mean over tie orderings.
             Each limit is a number >= 0, a ``{metric: number}`` mapping, or None or ``math.inf``
             (not checked).
+        dtype: a label for reports (e.g. ``"bf16"`` or ``torch.bfloat16``); not used in the check.
     """
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     given = {"max_range": max_range, "max_abs_bias": max_abs_bias, "max_std": max_std}
     limits = {name: _limits_of(name, given, names) for name in names}
-    results = evaluate(qrels, run, names, oblivious=oblivious)
+    results = evaluate(qrels, run, names, oblivious=oblivious, relevance_level=relevance_level,
+                       make_comparable=make_comparable)
     violations = {}
     for name, result in results.items():
         violations[name] = []
@@ -114,24 +120,33 @@ def check_tie_stability(qrels, run, metrics, *, max_range=None, max_abs_bias=Non
             value = abs(getattr(result, statistic))
             if value > bound + ROUNDOFF:
                 violations[name].append(f"{label} {value:.6g} > {bound:g}")
-    return TieStability(results, limits, violations)
+    stability = TieStability(results, limits, violations, None if dtype is None else str(dtype).removeprefix("torch."))
+    notify(stability)
+    return stability
 
 
 def assert_tie_stable(qrels, run, metrics, *, max_range=None, max_abs_bias=None, max_std=None,
-                      oblivious: str = "trec_eval"):
+                      oblivious: str = "trec_eval", relevance_level: float = 1, make_comparable: bool = False,
+                      dtype=None):
     """Assert that no metric moves more under tie order than its limits allow.
 
     Arguments as `check_tie_stability`. Returns what `tieaware.evaluate` returns (a `MetricResult`
     for one metric name, else an `EvaluationReport`). Raises `TieInstabilityError` (an
     AssertionError) whose message tables every metric (expected, oblivious, min, max, range, bias,
     limit, queries with ties) and the five queries with the widest range of each failing metric.
+    Under pytest with tieaware's plugin, every call is recorded in the "tie stability" summary and
+    the ``--tie-json`` report.
     """
     __tracebackhide__ = True  # pytest shows the test's line, not this one
     stability = check_tie_stability(qrels, run, metrics, max_range=max_range, max_abs_bias=max_abs_bias,
-                                    max_std=max_std, oblivious=oblivious)
+                                    max_std=max_std, oblivious=oblivious, relevance_level=relevance_level,
+                                    make_comparable=make_comparable, dtype=dtype)
     if not stability.passed:
         raise TieInstabilityError(stability.message(), stability.results, stability.violations)
     return stability.results[metrics] if isinstance(metrics, str) else stability.results
+
+
+__all__ = ["TieInstabilityError", "TieStability", "assert_tie_stable", "check_tie_stability", "observe_checks"]
 
 
 def _limits_of(metric: str, given: dict, metrics: list[str]) -> dict[str, float]:
@@ -141,12 +156,12 @@ def _limits_of(metric: str, given: dict, metrics: list[str]) -> dict[str, float]
         if isinstance(limit, Mapping):
             unknown = sorted(set(limit) - set(metrics))
             if unknown:
-                raise ValueError(f"{key} names metrics that are not checked: {unknown} (checked: {metrics})")
+                raise InputError(f"{key} names metrics that are not checked: {unknown} (checked: {metrics})")
             limit = limit.get(metric)
         if limit is None:
             continue
         if isinstance(limit, bool) or not isinstance(limit, (int, float)) or math.isnan(limit) or limit < 0:
-            raise ValueError(f"{key} for {metric!r} must be a number >= 0, got {limit!r}")
+            raise InputError(f"{key} for {metric!r} must be a number >= 0, got {limit!r}")
         if limit != math.inf:  # an infinite limit switches the check off
             limits[key] = float(limit)
     return limits

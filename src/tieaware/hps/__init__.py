@@ -3,7 +3,9 @@ scoring step in fp32, so low-precision inference does not create artificial scor
 
 CrossEncoder, YesNoReranker and BiEncoder turn a model into a ranx Run (`rerank` / `search`); `sweep`
 runs one model in several precision regimes and reports what ties do to the metrics (needs the
-tieaware evaluation core). Needs the `hps` extra: pip install 'tieaware[hps]'.
+tieaware evaluation core). BiEncoder(quantize='int8' | 'binary' | ...) retrieves in a quantized space
+(tieaware.hps.quantize: QuantizedIndex, integer dot product / Hamming scores, fp32 rescoring).
+Needs the `hps` extra: pip install 'tieaware[hps]'.
 """
 try:
     import torch  # noqa: F401
@@ -15,7 +17,8 @@ except ImportError as error:
 
 from .bi_encoder import BiEncoder
 from .cross_encoder import CrossEncoder
+from .quantize import QuantizedIndex
 from .sweep import sweep
 from .yes_no import YesNoReranker
 
-__all__ = ["BiEncoder", "CrossEncoder", "YesNoReranker", "sweep"]
+__all__ = ["BiEncoder", "CrossEncoder", "QuantizedIndex", "YesNoReranker", "sweep"]

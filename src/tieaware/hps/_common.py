@@ -113,19 +113,28 @@ def load_candidates(candidates) -> dict[str, list[str]]:
     return {str(qid): [str(docid) for docid in docs] for qid, docs in candidates.items()}
 
 
+def kth_largest_rows(scores: np.ndarray, k: int) -> np.ndarray:
+    """The k-th largest value of each row of a 2-D array (each row's smallest when it has fewer than k)."""
+    n = scores.shape[1]
+    if k >= n:
+        return scores.min(axis=1)
+    return np.partition(scores, n - k, axis=1)[:, n - k]
+
+
 def keep_top_k_with_ties(scores: np.ndarray, k: int | None) -> np.ndarray:
     """Indices of the k best scores plus every score tied with the k-th (all when k is None or >= len)."""
     if k is not None and k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     if k is None or len(scores) <= k:
         return np.arange(len(scores))
-    kth_score = np.partition(scores, len(scores) - k)[len(scores) - k]
-    return np.flatnonzero(scores >= kth_score)
+    return np.flatnonzero(scores >= kth_largest_rows(scores[None], k)[0])
 
 
-def build_run(scored: Mapping[str, tuple], name: str, k: int | None = None) -> ranx.Run:
+def build_run(scored: Mapping[str, tuple], name: str, k: int | None = None,
+              metadata: Mapping | None = None) -> ranx.Run:
     """{qid: (docids, float64 scores)} -> ranx Run, each query cut at k without splitting a tie group.
-    Scores stay full float64 (bf16/fp16/fp32 values are exact in it); NaN is an error naming the pair."""
+    Scores stay full float64 (bf16/fp16/fp32 values are exact in it); NaN is an error naming the pair.
+    metadata (what produced the scores) is copied into ``run.metadata``."""
     run = {}
     for qid, (docids, scores) in scored.items():
         scores = np.asarray(scores, dtype=np.float64)
@@ -134,13 +143,21 @@ def build_run(scored: Mapping[str, tuple], name: str, k: int | None = None) -> r
             raise ValueError(f"NaN score for query {qid!r}, doc {docids[nan[0]]!r} "
                              "(an fp16 overflow? try bf16 or fp32)")
         run[qid] = {docids[i]: float(scores[i]) for i in keep_top_k_with_ties(scores, k)}
-    return ranx.Run(run, name=name)
+    run = ranx.Run(run, name=name)
+    run.metadata.update(metadata or {})
+    return run
+
+
+def mode_suffix(mode: str) -> str:
+    """'' / '+hps' / '+hps_head' for the precision modes; '+<mode>' for a quantized-retrieval mode
+    such as 'binary+rescore' (see quantize.parse_mode)."""
+    return MODE_SUFFIX[mode] if mode in MODE_SUFFIX else f"+{mode}"
 
 
 def run_name(model, dtype: torch.dtype, mode: str) -> str:
-    """'<model dir name>_<dtype>[+hps|+hps_head]', with no spaces (the TREC tag column)."""
+    """'<model dir name>_<dtype>[+hps|+hps_head|+<quantized mode>]', with no spaces (the TREC tag column)."""
     path = getattr(getattr(model, "config", None), "name_or_path", "") or type(model).__name__
-    return f"{Path(str(path)).name.replace(' ', '_')}_{DTYPE_NAMES.get(dtype, str(dtype))}{MODE_SUFFIX[mode]}"
+    return f"{Path(str(path)).name.replace(' ', '_')}_{DTYPE_NAMES.get(dtype, str(dtype))}{mode_suffix(mode)}"
 
 
 class Scorer:
@@ -187,9 +204,19 @@ class Scorer:
         check_queries(queries, candidates)
         for qid, docids in candidates.items():
             check_docs(corpus, docids, qid)
+        scored = self._scored_candidates(queries, corpus, candidates, modes, k)
+        return {mode: build_run(scored[mode], run_name(self.model, self.dtype, mode), k, self._metadata(mode))
+                for mode in modes}
+
+    def _scored_candidates(self, queries, corpus, candidates, modes, k) -> dict[str, dict[str, tuple]]:
+        """{mode: {qid: (docids, float64 scores)}}: every candidate scored (a scorer may keep fewer)."""
         scores = self._score_candidates(queries, corpus, candidates, modes)
-        return {mode: build_run({qid: (docids, scores[mode][qid]) for qid, docids in candidates.items()},
-                                run_name(self.model, self.dtype, mode), k) for mode in modes}
+        return {mode: {qid: (docids, scores[mode][qid]) for qid, docids in candidates.items()} for mode in modes}
+
+    def _metadata(self, mode: str) -> dict:
+        """What produced a run's scores (stored in ``run.metadata``)."""
+        hps = {"none": False, "upcast": True, "head": "head"}.get(mode, mode)
+        return {"model_dtype": DTYPE_NAMES.get(self.dtype, str(self.dtype)), "hps": hps, "quantize": None}
 
     def _score_candidates(self, queries, corpus, candidates, modes) -> dict[str, dict[str, np.ndarray]]:
         """{mode: {qid: float64 scores aligned with candidates[qid]}} via the pairwise _score_pairs."""

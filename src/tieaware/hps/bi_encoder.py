@@ -1,6 +1,8 @@
-"""Bi-encoders (embedding models) for exact search and reranking with High-Precision Scoring."""
+"""Bi-encoders (embedding models) for exact search and reranking with High-Precision Scoring, in float or
+in a quantized space (int8/uint8 codes, binary Hamming) with optional fp32 rescoring."""
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 import numpy as np
@@ -8,9 +10,14 @@ import ranx
 import torch
 import torch.nn.functional as F
 
-from ._common import Scorer, build_run, check_docs, check_queries, length_sorted_batches, run_name
+from ..errors import InputError
+from ._common import DTYPE_NAMES, Scorer, build_run, check_docs, check_queries, length_sorted_batches, run_name
+from .quantize import BINARY_SCHEMES, QuantizedIndex, check_ranges, check_scheme, parse_mode, quantized_mode
 
 POOLINGS = ("mean", "cls", "last_token")
+EMBEDDINGS = {"none": "model dtype: pooling, normalisation and dot product in the model dtype",
+              "upcast": "pooled output cast to fp32 before normalisation and dot product",
+              "head": "last hidden state cast to fp32 before pooling"}
 
 
 class BiEncoder(Scorer):
@@ -22,67 +29,203 @@ class BiEncoder(Scorer):
     (e.g. 'query: ' / 'passage: ' for E5). hps=False: pooling, normalisation and dot product in the model
     dtype; hps=True: the pooled embeddings cast to fp32 before normalisation and dot product; hps='head':
     the last hidden state cast to fp32 before pooling too. See Scorer for the common arguments.
+
+    Quantized retrieval (tieaware.hps.quantize): quantize='int8' | 'uint8' | 'binary' | 'ubinary' quantizes
+    the documents (and the queries) from the fp32 embeddings (pooled output cast to fp32, as hps=True) and
+    `search` scores in the quantized space: integer dot product of the codes (int8/uint8; per-dimension
+    calibration ranges from the corpus embeddings' min/max, or ``ranges`` of shape (2, dim)) or
+    dim - Hamming distance of the sign bits (binary/ubinary). With quantize set, hps means rescoring:
+    False keeps the quantized scores (the ties of real quantized systems); True rescores the top
+    ``rescore_k`` (default 4 * k) with the fp32 query against the dequantized / {-1,+1} documents; 'full'
+    rescores them against the full-precision document embeddings (kept for it; ``keep_full=True`` keeps
+    them in ``index()`` for any mode). ``run.metadata`` says which scheme produced the scores.
     """
 
     def __init__(self, model, tokenizer=None, *, pooling: str = "mean", normalize: bool = True,
-                 query_prefix: str = "", doc_prefix: str = "", **kwargs):
+                 query_prefix: str = "", doc_prefix: str = "", quantize: str | None = None, ranges=None,
+                 rescore_k: int | None = None, keep_full: bool = False, hps=True, **kwargs):
         if pooling not in POOLINGS:
             raise ValueError(f"unknown pooling {pooling!r}: use one of {POOLINGS}")
-        super().__init__(model, tokenizer, **kwargs)
+        scheme = None if quantize is None else check_scheme(quantize)
+        mode = quantized_mode(scheme, hps) if scheme is not None else None
+        if scheme is None and isinstance(hps, str) and hps == "full":
+            raise InputError("hps='full' rescores quantized retrieval with the full-precision embeddings: "
+                             "it needs quantize='int8', 'uint8', 'binary' or 'ubinary'")
+        if ranges is not None:
+            if scheme in BINARY_SCHEMES:
+                raise InputError(f"calibration ranges apply to int8/uint8, not to quantize={scheme!r}")
+            ranges = check_ranges(ranges)
+        if rescore_k is not None and (isinstance(rescore_k, bool) or not isinstance(rescore_k, (int, np.integer))
+                                      or rescore_k < 1):
+            raise InputError(f"rescore_k must be a positive integer, got {rescore_k!r}")
+        super().__init__(model, tokenizer, hps=hps if scheme is None else True, **kwargs)
+        self.hps, self.mode = hps, mode or self.mode
         self.pooling, self.normalize = pooling, normalize
         self.query_prefix, self.doc_prefix = query_prefix, doc_prefix
+        self.quantize, self.ranges, self.rescore_k = scheme, ranges, rescore_k
+        self.keep_full = bool(keep_full) or (isinstance(hps, str) and hps == "full")
+        self.timings: dict = {}
+        self._rerank_context: tuple[dict, dict] = ({}, {})
 
     def encode(self, texts, *, is_query: bool = False) -> torch.Tensor:
         """Embeddings (rows in input order, on self.device) as this scorer's hps mode leaves them:
-        model dtype for hps=False, fp32 otherwise; normalised when normalize=True."""
+        model dtype for hps=False, fp32 otherwise; normalised when normalize=True. With quantize set,
+        the fp32 embeddings that get quantized (quantize them with tieaware.hps.quantize.quantize)."""
         prefix = self.query_prefix if is_query else self.doc_prefix
-        return self._encode(list(texts), prefix, (self.mode,))[self.mode]
+        mode = encoding_mode(self.mode)
+        return self._encode(list(texts), prefix, (mode,))[mode]
 
-    def search(self, queries: Mapping[str, str], corpus: Mapping[str, str], k: int = 100, *,
-               name: str | None = None, chunk_scores: int = 2**24) -> ranx.Run:
+    def index(self, corpus: Mapping[str, str], *, scheme: str | None = None) -> QuantizedIndex:
+        """Encode and quantize a corpus once: a QuantizedIndex (``.docids`` in corpus order) that `search`
+        accepts in place of the corpus. Keeps the fp32 embeddings when keep_full=True or hps='full'."""
+        scheme = check_scheme(scheme or self.quantize) if (scheme or self.quantize) else None
+        if scheme is None:
+            raise InputError("index() quantizes the corpus: pass quantize= to BiEncoder (or scheme=)")
+        docids = list(corpus)
+        if not docids:
+            raise InputError("nothing to index: the corpus is empty")
+        check_docs(corpus, docids)
+        embeddings = self._encode([corpus[d] for d in docids], self.doc_prefix, ("upcast",), "docs")["upcast"]
+        index = QuantizedIndex(embeddings, scheme, ranges=self.ranges, keep_full=self.keep_full)
+        index.docids = docids
+        return index
+
+    def search(self, queries: Mapping[str, str], corpus, k: int = 100, *, name: str | None = None,
+               chunk_scores: int = 2**24, rescore_k: int | None = None) -> ranx.Run:
         """Exact top-k over the whole corpus, keeping every doc tied with the k-th. The score matrix is
-        built for at most `chunk_scores` (queries x docs) entries at a time, so large corpora fit memory."""
-        run = self._search_runs(queries, corpus, k, (self.mode,), chunk_scores)[self.mode]
+        built for at most `chunk_scores` (queries x docs) entries at a time, so large corpora fit memory.
+        corpus: {docid: text}, or with quantize set the QuantizedIndex from `index()`. rescore_k overrides
+        the constructor's (quantized rescoring only)."""
+        run = self._search_runs(queries, corpus, k, (self.mode,), chunk_scores, rescore_k)[self.mode]
         run.name = name or run.name
         return run
 
-    def _search_runs(self, queries, corpus, k, modes, chunk_scores=2**24) -> dict[str, ranx.Run]:
-        if k < 1:
+    def _rescore_depth(self, k: int, rescore_k: int | None) -> int:
+        depth = rescore_k if rescore_k is not None else self.rescore_k if self.rescore_k is not None else 4 * k
+        if depth < k:
+            raise InputError(f"rescore_k={depth} is smaller than k={k}: rescoring must see at least the top k")
+        return depth
+
+    def _search_runs(self, queries, corpus, k, modes, chunk_scores=2**24, rescore_k=None) -> dict[str, ranx.Run]:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        qids, docids = list(queries), list(corpus)
+        quantized = {mode: parse_mode(mode) for mode in modes if parse_mode(mode) is not None}
+        depth = {mode: self._rescore_depth(k, rescore_k) for mode, (_, rescore) in quantized.items() if rescore}
+        prebuilt = corpus if isinstance(corpus, QuantizedIndex) else None
+        if prebuilt is not None:
+            if set(modes) - set(quantized) or {scheme for scheme, _ in quantized.values()} != {prebuilt.scheme}:
+                raise InputError(f"a QuantizedIndex ({prebuilt.scheme}) serves only {prebuilt.scheme} searches")
+            if prebuilt.docids is None or len(prebuilt.docids) != prebuilt.size:
+                raise InputError("a QuantizedIndex passed as the corpus needs its doc ids: build it with "
+                                 "BiEncoder.index(corpus) (or set index.docids)")
+            docids = prebuilt.docids
+        else:
+            docids = list(corpus)
+        qids = list(queries)
         if not qids or not docids:
             raise ValueError(f"nothing to search: {len(qids)} queries, {len(docids)} docs")
         check_queries(queries, qids)
-        check_docs(corpus, docids)
-        query_emb = self._encode([queries[q] for q in qids], self.query_prefix, modes, "queries")
-        doc_emb = self._encode([corpus[d] for d in docids], self.doc_prefix, modes, "docs")
-        rows_per_chunk = max(1, chunk_scores // max(1, len(docids)))
+        if prebuilt is None:
+            check_docs(corpus, docids)
+        encodings = tuple(dict.fromkeys(encoding_mode(mode) for mode in modes))
+        timings = self.timings = {"encode_queries": 0.0, "encode_docs": 0.0, "index": {}, "search": {}}
+        start = time.perf_counter()
+        query_emb = self._encode([queries[q] for q in qids], self.query_prefix, encodings, "queries")
+        timings["encode_queries"] = time.perf_counter() - start
+        if prebuilt is None:
+            start = time.perf_counter()
+            doc_emb = self._encode([corpus[d] for d in docids], self.doc_prefix, encodings, "docs")
+            timings["encode_docs"] = time.perf_counter() - start
+        indexes = {prebuilt.scheme: prebuilt} if prebuilt is not None else {}
         runs = {}
         for mode in modes:
-            scored = {}
-            for start in range(0, len(qids), rows_per_chunk):
-                sims = query_emb[mode][start:start + rows_per_chunk] @ doc_emb[mode].T
-                keep = sims >= sims.topk(min(k, sims.shape[1]), dim=1).values[:, -1:]
-                for row, qid in enumerate(qids[start:start + rows_per_chunk]):
-                    idx = keep[row].nonzero().squeeze(1)
-                    scored[qid] = ([docids[i] for i in idx.tolist()], sims[row, idx].double().cpu().numpy())
-            runs[mode] = build_run(scored, run_name(self.model, self.dtype, mode))
+            start = time.perf_counter()
+            if mode in quantized:
+                scheme, rescore = quantized[mode]
+                if scheme not in indexes:
+                    keep_full = self.keep_full or any(r == "full" for s, r in quantized.values() if s == scheme)
+                    block = min(chunk_scores, 2**20 if scheme in BINARY_SCHEMES else 2**24)
+                    indexes[scheme] = QuantizedIndex(doc_emb["upcast"], scheme, ranges=self.ranges,
+                                                     keep_full=keep_full, block=block)
+                    timings["index"][scheme] = time.perf_counter() - start
+                    start = time.perf_counter()
+                index = indexes[scheme]
+                hits = index.search(query_emb["upcast"], k, rescore=rescore, rescore_k=depth.get(mode))
+                scored = {qid: ([docids[i] for i in rows.tolist()], scores)
+                          for qid, (rows, scores) in zip(qids, hits)}
+            else:
+                scored = self._dense_search(qids, docids, query_emb[mode], doc_emb[mode], k, chunk_scores)
+            timings["search"][mode] = time.perf_counter() - start
+            runs[mode] = build_run(scored, run_name(self.model, self.dtype, mode), k,
+                                   self._metadata(mode, indexes, depth.get(mode)))
         return runs
 
-    def _score_candidates(self, queries, corpus, candidates, modes) -> dict[str, dict[str, np.ndarray]]:
-        """Encode each query and each distinct candidate doc once, then one dot product per pair."""
+    @staticmethod
+    def _dense_search(qids, docids, query_emb, doc_emb, k, chunk_scores) -> dict[str, tuple]:
+        """Float dot products by chunks of queries; the top k of each row with every tie at the k-th."""
+        rows_per_chunk = max(1, chunk_scores // max(1, len(docids)))
+        scored = {}
+        for start in range(0, len(qids), rows_per_chunk):
+            sims = query_emb[start:start + rows_per_chunk] @ doc_emb.T
+            keep = sims >= sims.topk(min(k, sims.shape[1]), dim=1).values[:, -1:]
+            for row, qid in enumerate(qids[start:start + rows_per_chunk]):
+                idx = keep[row].nonzero().squeeze(1)
+                scored[qid] = ([docids[i] for i in idx.tolist()], sims[row, idx].double().cpu().numpy())
+        return scored
+
+    def _metadata(self, mode: str, indexes=None, rescore_k=None) -> dict:
+        if indexes is None:  # rerank: the indexes and depths of the last _scored_candidates
+            indexes, depths = self._rerank_context
+            rescore_k = depths.get(mode)
+        info = super()._metadata(mode)
+        parsed = parse_mode(mode)
+        if parsed is None:
+            info["embeddings"] = EMBEDDINGS[mode]
+            info["scores"] = ("dot product in " + DTYPE_NAMES.get(self.dtype, str(self.dtype)) if mode == "none"
+                              else "fp32 dot product")
+            return info
+        scheme, rescore = parsed
+        info["hps"] = {None: False, "quantized": True, "full": "full"}[rescore]
+        info["embeddings"] = EMBEDDINGS["upcast"] + ", then quantized"
+        if indexes and scheme in indexes:
+            info.update(indexes[scheme].describe(rescore, rescore_k))
+        else:
+            info.update(quantize=scheme, rescore=rescore, rescore_k=rescore_k)
+        return info
+
+    def _scored_candidates(self, queries, corpus, candidates, modes, k) -> dict[str, dict[str, tuple]]:
+        """Encode each query and each distinct candidate doc once; float modes score every pair, quantized
+        modes score in the quantized space (calibrated on the distinct candidate docs unless ranges= was
+        given) and, with rescoring, rescore the top rescore_k of each query's candidates."""
+        quantized = {mode: parse_mode(mode) for mode in modes if parse_mode(mode) is not None}
+        longest = max(len(docs) for docs in candidates.values())
+        depth = {mode: self._rescore_depth(k, None) if k is not None else longest
+                 for mode, (_, rescore) in quantized.items() if rescore}
         distinct_docs = dict.fromkeys(d for docs in candidates.values() for d in docs)
         doc_row = {docid: row for row, docid in enumerate(distinct_docs)}
-        query_emb = self._encode([queries[q] for q in candidates], self.query_prefix, modes, "queries")
-        doc_emb = self._encode([corpus[d] for d in doc_row], self.doc_prefix, modes, "docs")
-        scores = {mode: {} for mode in modes}
+        encodings = tuple(dict.fromkeys(encoding_mode(mode) for mode in modes))
+        query_emb = self._encode([queries[q] for q in candidates], self.query_prefix, encodings, "queries")
+        doc_emb = self._encode([corpus[d] for d in doc_row], self.doc_prefix, encodings, "docs")
+        rows = [np.array([doc_row[d] for d in docs], dtype=np.int64) for docs in candidates.values()]
+        scored, indexes = {}, {}
         for mode in modes:
-            for row, (qid, docs) in enumerate(candidates.items()):
-                rows = torch.tensor([doc_row[d] for d in docs], dtype=torch.long, device=self.device)
-                sims = query_emb[mode][row:row + 1] @ doc_emb[mode][rows].T
-                scores[mode][qid] = sims[0].double().cpu().numpy()
-        return scores
-
+            if mode not in quantized:
+                scored[mode] = {}
+                for row, (qid, docs) in enumerate(candidates.items()):
+                    sims = query_emb[mode][row:row + 1] @ doc_emb[mode][torch.from_numpy(rows[row]).to(self.device)].T
+                    scored[mode][qid] = (docs, sims[0].double().cpu().numpy())
+                continue
+            scheme, rescore = quantized[mode]
+            if scheme not in indexes:
+                keep_full = self.keep_full or any(r == "full" for s, r in quantized.values() if s == scheme)
+                indexes[scheme] = QuantizedIndex(doc_emb["upcast"], scheme, ranges=self.ranges, keep_full=keep_full)
+            hits = indexes[scheme].search(query_emb["upcast"], k or longest, rescore=rescore,
+                                          rescore_k=depth.get(mode), candidates=rows)
+            docids = list(doc_row)
+            scored[mode] = {qid: ([docids[i] for i in hit_rows.tolist()], scores)
+                            for qid, (hit_rows, scores) in zip(candidates, hits)}
+        self._rerank_context = (indexes, depth)
+        return scored
     def _pool(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Pooling in the dtype of `hidden` (the mask is cast to it, as sentence-transformers does)."""
         if self.pooling == "cls":
@@ -117,3 +260,8 @@ class BiEncoder(Scorer):
                 bar.update(len(batch))
         position = torch.from_numpy(np.argsort(np.concatenate(order))).to(self.device)
         return {mode: torch.cat(chunks)[position] for mode, chunks in parts.items()}
+
+
+def encoding_mode(mode: str) -> str:
+    """The embeddings a mode scores: its own precision mode, or 'upcast' (fp32) for a quantized mode."""
+    return "upcast" if parse_mode(mode) is not None else mode

@@ -1,7 +1,8 @@
 """Precision sweep: the paper's Table 1 on your own model and collection.
 
 One model is run in several precision regimes; each run is scored tie-aware (tieaware.evaluate) next to
-the fp32 reference, and its tie census (tieaware.census) is reported.
+the fp32 reference, and its tie census (tieaware.census) is reported. A BiEncoder can also be swept over
+quantized retrieval (int8 / uint8 codes, binary Hamming) with and without fp32 rescoring.
 """
 from __future__ import annotations
 
@@ -11,44 +12,119 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import ranx
 import torch
 
+from ..errors import InputError
 from ._common import DTYPE_NAMES, MODE_SUFFIX, parse_dtype, resolve_device
+from .quantize import SCHEMES, parse_mode
 
 REFERENCE = "fp32"
+QUANTIZED_REGIMES = ("int8", "int8+rescore", "binary", "binary+rescore")
+"""Quantized retrieval regimes of a BiEncoder (fp32 model): int8 codes and binary Hamming, without and with
+rescoring of the top rescore_k by the fp32 query. Also valid: 'uint8', 'ubinary', '<scheme>+rescore_full'
+(rescoring with the fp32 document embeddings) and a dtype prefix ('bf16+binary+rescore')."""
 
 
 @dataclass
 class SweepResult:
     """metrics: index (regime, metric), columns fp32 (E[M] of the fp32 reference run), obl (M_obl, the
     value under the oblivious tie order), expected (E[M]), range (max - min over tie orderings), bias
-    (obl - expected). census: index (regime, k), tieaware.census columns. runs: the ranx Run of each
-    regime. seconds: wall time of each dtype's scoring pass (shared by the regimes of that dtype)."""
+    (obl - expected). census: index (regime, k), tieaware.census columns plus tied_share (share of the
+    top-k documents whose score ties with another retrieved document). runs: the ranx Run of each regime
+    (``run.metadata`` says what produced its scores; also in ``schemes``). seconds: wall time of each
+    dtype's scoring pass (shared by the regimes of that dtype). timing: per regime, encode_s (the dtype
+    pass' encoding time, shared), search_ms (scoring, top-k and rescoring per query, after encoding) and
+    ms_per_query (query encoding + search_ms per query; corpus encoding excluded)."""
 
     metrics: pd.DataFrame
     census: pd.DataFrame
     runs: dict[str, ranx.Run]
     seconds: dict[str, float]
+    timing: pd.DataFrame | None = None
+    schemes: dict[str, dict] | None = None
+
+    def summary(self, metrics: Sequence[str] | None = None, k: int | None = None) -> pd.DataFrame:
+        """One row per regime: E[M], Range, Bias of each metric (default: all), the census at 10 and at k
+        (default: the largest census cutoff): unique scores, mean tie-group size at k, share of queries
+        with a tie group straddling 10 and k, tied share at k, and the time per query."""
+        metrics = list(metrics or dict.fromkeys(self.metrics.index.get_level_values("metric")))
+        ks = sorted(set(self.census.index.get_level_values("k")))
+        k = k or ks[-1]
+        columns = {}
+        for metric in metrics:
+            table = self.metrics.xs(metric, level="metric")
+            for stat, label in (("expected", "E[M]"), ("range", "Range"), ("bias", "Bias")):
+                columns[f"{metric} {label}"] = table[stat]
+        census = self.census
+        for cut in dict.fromkeys([c for c in (10, k) if c in ks]):
+            columns[f"unique@{cut}"] = census.xs(cut, level="k")["unique_scores"]
+        if k in ks:
+            columns[f"group@{k}"] = census.xs(k, level="k")["mean_tie_group_size"]
+        for cut in dict.fromkeys([c for c in (10, k) if c in ks]):
+            columns[f"straddle@{cut}"] = census.xs(cut, level="k")["straddling_share"]
+        if k in ks:
+            columns[f"tied@{k}"] = census.xs(k, level="k")["tied_share"]
+        if self.timing is not None:
+            columns["search ms/q"] = self.timing["search_ms"]
+            columns["ms/q"] = self.timing["ms_per_query"]
+        frame = pd.DataFrame(columns)
+        return frame.loc[list(self.runs)].rename_axis("regime")
 
     def __str__(self) -> str:
         census = self.census[["unique_scores", "mean_tie_group_size"]].unstack("k")
         timing = ", ".join(f"{dtype} {s:.1f} s" for dtype, s in self.seconds.items())
-        return "\n\n".join([
+        parts = [
             self.metrics.to_string(float_format=lambda v: f"{v:.4f}".replace("-0.0000", "0.0000")),
             census.to_string(float_format="{:.2f}".format),
-            f"scoring wall time: {timing}",
-        ])
+            self.summary().to_string(float_format="{:.4f}".format),
+        ]
+        if self.schemes:
+            parts.append("\n".join(f"{regime}: {info.get('scores', '')}" for regime, info in self.schemes.items()))
+        parts.append(f"scoring wall time: {timing}")
+        return "\n\n".join(parts)
 
 
 def parse_regime(regime: str) -> tuple[torch.dtype, str]:
-    """'bf16' -> (bfloat16, 'none'); 'bf16+hps' -> (bfloat16, 'upcast'); 'bf16+hps_head' -> (bfloat16, 'head')."""
-    dtype_name, plus, suffix = regime.partition("+")
+    """'bf16' -> (bfloat16, 'none'); 'bf16+hps' -> (bfloat16, 'upcast'); 'bf16+hps_head' -> (bfloat16, 'head');
+    quantized retrieval (BiEncoder): 'int8' -> (float32, 'int8'); 'binary+rescore' -> (float32,
+    'binary+rescore'); 'bf16+binary+rescore_full' -> (bfloat16, 'binary+rescore_full')."""
+    if not isinstance(regime, str):
+        raise ValueError(f"unknown regime {regime!r}: use e.g. 'fp32', 'bf16', 'bf16+hps', 'binary+rescore'")
+    head, plus, suffix = regime.partition("+")
+    if head.lower() in SCHEMES:
+        dtype, rest = torch.float32, regime
+    else:
+        dtype, rest = parse_dtype(head), suffix
+    if rest.partition("+")[0].lower() in SCHEMES:
+        try:
+            parse_mode(rest.lower())
+        except InputError:
+            raise InputError(f"unknown regime {regime!r}: a quantized regime is '<scheme>', '<scheme>+rescore' or "
+                             f"'<scheme>+rescore_full', optionally after a dtype ('bf16+binary')") from None
+        return dtype, rest.lower()
     modes = {value: mode for mode, value in MODE_SUFFIX.items()}
-    if plus + suffix not in modes:
-        raise ValueError(f"unknown regime {regime!r}: use e.g. 'fp32', 'bf16', 'bf16+hps', 'bf16+hps_head'")
-    return parse_dtype(dtype_name), modes[plus + suffix]
+    if (plus + suffix) not in modes:
+        raise ValueError(f"unknown regime {regime!r}: use e.g. 'fp32', 'bf16', 'bf16+hps', 'bf16+hps_head', "
+                         f"'int8', 'binary+rescore'")
+    return dtype, modes[plus + suffix]
+
+
+def tied_share(run: ranx.Run, ks: Sequence[int]) -> pd.Series:
+    """Per cutoff k, the mean over queries of the share of the top-k documents (score descending) whose
+    score equals the score of another document of the run."""
+    shares = {k: [] for k in ks}
+    for _, docs in run.to_dict().items():
+        scores = np.sort(np.fromiter(docs.values(), dtype=np.float64, count=len(docs)))[::-1]
+        if not len(scores):
+            continue
+        values, counts = np.unique(scores, return_counts=True)
+        tied = counts[np.searchsorted(values, scores)] > 1
+        for k in ks:
+            shares[k].append(tied[:k].mean())
+    return pd.Series({k: float(np.mean(v)) if v else np.nan for k, v in shares.items()}, name="tied_share")
 
 
 def default_regimes(device) -> tuple[str, ...]:
@@ -69,19 +145,33 @@ def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, 
     evaluate tie-aware. Without candidates a BiEncoder searches the corpus (top-k with ties); with
     candidates the scorer reranks them (cut at k with ties; k=None keeps all). Regimes sharing a dtype
     share one forward pass. A loaded model is deep-copied per dtype, a path is loaded per dtype.
-    Returns a SweepResult (print it for the tables)."""
+
+    Regimes: 'fp32', 'bf16', 'bf16+hps', 'bf16+hps_head' (fp16 likewise); for a BiEncoder also quantized
+    retrieval, e.g. QUANTIZED_REGIMES = ('int8', 'int8+rescore', 'binary', 'binary+rescore'), which share
+    the fp32 forward pass (scorer_kwargs ranges= / rescore_k= / keep_full= apply to them).
+    Returns a SweepResult (print it for the tables; ``summary()`` for one row per regime)."""
     import tieaware
 
+    for name in ("quantize", "hps", "dtype"):
+        if name in scorer_kwargs:
+            raise InputError(f"sweep sets {name}= itself from the regimes: name regimes such as 'bf16+hps' or "
+                             f"'binary+rescore' instead of passing {name}=")
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     regimes = list(regimes or default_regimes(device))
     if REFERENCE not in regimes:
         regimes.insert(0, REFERENCE)
     modes_by_dtype: dict[torch.dtype, list[str]] = {}
+    regime_of: dict[tuple[torch.dtype, str], list[str]] = {}
     for regime in regimes:
         dtype, mode = parse_regime(regime)
-        modes_by_dtype.setdefault(dtype, []).append(mode)
+        if parse_mode(mode) is not None and not hasattr(scorer_class, "_search_runs"):
+            raise InputError(f"regime {regime!r}: quantized retrieval needs a BiEncoder, not {scorer_class.__name__}")
+        if (dtype, mode) not in regime_of:
+            modes_by_dtype.setdefault(dtype, []).append(mode)
+        regime_of.setdefault((dtype, mode), []).append(regime)
 
-    runs, seconds = {}, {}
+    runs, seconds, timing = {}, {}, {}
+    n_queries = len(queries) if candidates is None else None
     for dtype, modes in modes_by_dtype.items():
         model_copy = model if isinstance(model, (str, os.PathLike)) else copy.deepcopy(model)
         scorer = scorer_class(model_copy, tokenizer, dtype=dtype, device=device,
@@ -93,9 +183,20 @@ def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, 
             dtype_runs = scorer._search_runs(queries, corpus, k, modes)
         else:
             dtype_runs = scorer._rerank_runs(queries, corpus, candidates, modes, k)
-        seconds[DTYPE_NAMES[dtype]] = time.perf_counter() - start
+        seconds[DTYPE_NAMES[dtype]] = elapsed = time.perf_counter() - start
+        found = getattr(scorer, "timings", None) if candidates is None else None
         for mode, run in dtype_runs.items():
-            runs[DTYPE_NAMES[dtype] + MODE_SUFFIX[mode]] = run
+            for regime in regime_of[dtype, mode]:
+                runs[regime] = run
+                if found:
+                    n = max(1, n_queries)
+                    search = found["search"].get(mode, 0.0)  # quantizing the corpus is indexing: excluded
+                    timing[regime] = dict(encode_s=found["encode_queries"] + found["encode_docs"],
+                                          search_ms=1e3 * search / n,
+                                          ms_per_query=1e3 * (found["encode_queries"] + search) / n)
+                else:
+                    n = max(1, len(run.to_dict()))
+                    timing[regime] = dict(encode_s=elapsed, search_ms=np.nan, ms_per_query=1e3 * elapsed / n)
         del scorer, model_copy
 
     def evaluate(run):
@@ -109,7 +210,15 @@ def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, 
                                         expected=float(result.expected), range=float(result.range),
                                         bias=float(result.bias))
     table = pd.DataFrame.from_dict(rows, orient="index").rename_axis(["regime", "metric"])
-    census = pd.concat({regime: tieaware.census(runs[regime], ks=tuple(census_ks)) for regime in regimes},
-                       names=["regime"])
+    ks = tuple(census_ks)
+    censuses = {}
+    for regime in regimes:
+        frame = tieaware.census(runs[regime], ks=ks)
+        frame["tied_share"] = tied_share(runs[regime], list(frame.index)).to_numpy()
+        censuses[regime] = frame
+    census = pd.concat(censuses, names=["regime"])
     census.index = census.index.set_names(["regime", "k"])
-    return SweepResult(metrics=table, census=census, runs={r: runs[r] for r in regimes}, seconds=seconds)
+    timing_frame = pd.DataFrame.from_dict(timing, orient="index").loc[regimes].rename_axis("regime")
+    schemes = {regime: dict(runs[regime].metadata) for regime in regimes}
+    return SweepResult(metrics=table, census=census, runs={r: runs[r] for r in regimes}, seconds=seconds,
+                       timing=timing_frame, schemes=schemes)

@@ -10,102 +10,96 @@ groups"), each with
 * ``size`` (g): documents with exactly this score, judged or not,
 * its judged members, sorted by judgment descending (best-first order).
 
-Cost: O(n log J) per query for n retrieved and J judged documents (a binary
-search of each score among the J judged scores), instead of O(n log n).
+Cost: O(J log J) to sort the J judged documents (numpy, before the kernel),
+then O(n log J) per query for n retrieved documents (a binary search of each
+score among the judged scores), instead of O(n log n).
+
+The kernel is plain ``@njit(cache=True)``, single-threaded: it compiles in well
+under a second, involves no numba threading layer (so evaluate may be called from
+several Python threads at once), and allocates nothing (the wrapper does).
 """
 import numpy as np
-from numba import njit, prange
+from numba import njit
+
+
+def group_slots(n_groups: np.ndarray, mem_offsets: np.ndarray) -> np.ndarray:
+    """The used group slots, in order: offsets[q] .. offsets[q] + n_groups[q] - 1 for each query q."""
+    n_groups = np.asarray(n_groups, np.int64)
+    first = np.cumsum(n_groups) - n_groups  # index of each query's first group among all groups
+    return np.repeat(mem_offsets[:-1] - first, n_groups) + np.arange(int(n_groups.sum()), dtype=np.int64)
 
 
 @njit(cache=True)
-def _insertion_argsort_desc(primary, secondary, idx):
-    """Sort `idx` in place by (primary desc, secondary desc); stable; for short arrays."""
-    for i in range(1, idx.shape[0]):
-        cur = idx[i]
-        j = i - 1
-        while j >= 0 and (primary[idx[j]] < primary[cur]
-                          or (primary[idx[j]] == primary[cur] and secondary[idx[j]] < secondary[cur])):
-            idx[j + 1] = idx[j]
-            j -= 1
-        idx[j + 1] = cur
+def _first_at_or_below(distinct, lo, hi, s):
+    """Binary search: the first b in [lo, hi) with distinct[b] <= s (distinct descending there), else hi."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if distinct[mid] <= s:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 @njit(cache=True)
-def _query_groups(scores, rel, judged, lo, hi, mem_lo,
-                  mem_rel, mem_index, mem_input_rank, grp_above, grp_size, grp_mem_start, grp_mem_end,
-                  doc_slot):
-    """Judged groups of one query (documents lo..hi-1); members written from mem_lo.
+def _fill_groups(offsets, scores, rel, judged_sorted, mem_offsets, member_of_doc, distinct,
+                 n_groups, first_nan, mem_rel, mem_index, mem_input_rank, grp_above, grp_size,
+                 grp_mem_start, grp_mem_end, doc_slot):
+    """Fill the outputs of `judged_groups` (allocated, zeroed, by it); see there.
 
-    Returns (number of groups, local index of the first NaN score or -1).
+    judged_sorted: global indices of the judged documents, per query by score then judgment,
+    both descending; member_of_doc: scratch (n,); distinct: scratch (M,).
     """
-    n = hi - lo
-    for i in range(n):
-        if np.isnan(scores[lo + i]):
-            return 0, i
-    n_judged = 0
-    for i in range(n):
-        if judged[lo + i]:
-            n_judged += 1
-    if n_judged == 0:
-        return 0, -1
-    order = np.empty(n_judged, np.int64)  # the judged documents, sorted below
-    j = 0
-    for i in range(n):
-        if judged[lo + i]:
-            order[j] = i
-            j += 1
-    q_scores = scores[lo:hi]
-    q_rel = rel[lo:hi]
-    if n_judged < 64:
-        _insertion_argsort_desc(q_scores, q_rel, order)
-    else:  # score desc, then judgment desc
-        keyed = np.argsort(-q_rel[order], kind="mergesort")
-        order = order[keyed]
-        keyed = np.argsort(-q_scores[order], kind="mergesort")
-        order = order[keyed]
-
-    # distinct judged scores, descending; member -> group
-    distinct = np.empty(n_judged, np.float64)
-    n_groups = 0
-    for j in range(n_judged):
-        s = q_scores[order[j]]
-        m = mem_lo + j
-        if n_groups == 0 or s != distinct[n_groups - 1]:
-            distinct[n_groups] = s
-            grp_mem_start[mem_lo + n_groups] = m
-            n_groups += 1
-        mem_rel[m] = q_rel[order[j]]
-        mem_index[m] = order[j]
-        grp_mem_end[mem_lo + n_groups - 1] = m + 1
-    distinct = distinct[:n_groups]
-
-    # one pass over all documents: group sizes, documents above, input ranks
-    above_hist = np.zeros(n_groups + 1, np.int64)
-    sizes = np.zeros(n_groups, np.int64)
-    member_slot = np.empty(n, np.int64)
-    for j in range(n_judged):
-        member_slot[order[j]] = j
-    neg = -distinct  # ascending, for searchsorted
-    for i in range(n):
-        s = q_scores[i]
-        b = np.searchsorted(neg, -s)  # first group whose score <= s
-        if b < n_groups and distinct[b] == s:  # in group b, so above groups b+1...
-            doc_slot[lo + i] = mem_lo + b
-            if judged[lo + i]:
-                mem_input_rank[mem_lo + member_slot[i]] = sizes[b]
-            sizes[b] += 1
-            above_hist[b + 1] += 1
-        else:  # strictly above groups b...
-            above_hist[b] += 1
-    running = 0
-    for b in range(n_groups):
-        running += above_hist[b]
-        grp_above[mem_lo + b] = running
-        grp_size[mem_lo + b] = sizes[b]
-    return n_groups, -1
+    for q in range(offsets.shape[0] - 1):
+        lo = offsets[q]
+        hi = offsets[q + 1]
+        mem_lo = mem_offsets[q]
+        mem_hi = mem_offsets[q + 1]
+        nan_at = -1
+        for i in range(lo, hi):
+            if np.isnan(scores[i]):
+                nan_at = i - lo
+                break
+        if nan_at >= 0:
+            first_nan[q] = nan_at
+            continue
+        if mem_hi == mem_lo:
+            continue
+        # distinct judged scores, descending (stored from distinct[mem_lo]); member -> group
+        n_grp = 0
+        for m in range(mem_lo, mem_hi):
+            doc = judged_sorted[m]
+            s = scores[doc]
+            if n_grp == 0 or s != distinct[mem_lo + n_grp - 1]:
+                distinct[mem_lo + n_grp] = s
+                grp_mem_start[mem_lo + n_grp] = m
+                n_grp += 1
+            mem_rel[m] = rel[doc]
+            mem_index[m] = doc - lo
+            member_of_doc[doc] = m
+            grp_mem_end[mem_lo + n_grp - 1] = m + 1
+        n_groups[q] = n_grp
+        # one pass over all documents: group sizes, documents strictly above each group, input ranks.
+        # grp_above first counts the documents strictly between group b-1 and group b, then sums up.
+        for i in range(lo, hi):
+            s = scores[i]
+            slot = _first_at_or_below(distinct, mem_lo, mem_lo + n_grp, s)
+            if slot == mem_lo + n_grp:  # below every judged group
+                continue
+            if distinct[slot] == s:  # in this group
+                doc_slot[i] = slot
+                if member_of_doc[i] >= 0:
+                    mem_input_rank[member_of_doc[i]] = grp_size[slot]
+                grp_size[slot] += 1
+            else:  # strictly above this group, below the one before it
+                grp_above[slot] += 1
+        running = 0
+        for b in range(mem_lo, mem_lo + n_grp):
+            running += grp_above[b]
+            grp_above[b] = running
+            running += grp_size[b]
 
 
-@njit(cache=True, parallel=True)
 def judged_groups(offsets, scores, rel, judged, mem_offsets):
     """Judged groups of every query.
 
@@ -119,23 +113,29 @@ def judged_groups(offsets, scores, rel, judged, mem_offsets):
         within group), index in the query's input order, rank inside its group in
         input order; per group slot (M,): above, size, start and end of its members.
         Group slots of query q start at mem_offsets[q]. Per document (n,): its group
-        slot, or -1 outside every judged group.
+        slot, or -1 outside every judged group. A query with a NaN score has no
+        groups and first_nan its first NaN's index (else -1).
     """
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    scores = np.ascontiguousarray(scores, np.float64)
+    rel = np.ascontiguousarray(rel, np.float64)
+    mem_offsets = np.ascontiguousarray(mem_offsets, np.int64)
     n_queries = offsets.shape[0] - 1
-    n_members = mem_offsets[-1]
-    mem_rel = np.zeros(n_members, np.float64)
-    mem_index = np.zeros(n_members, np.int64)
-    mem_input_rank = np.zeros(n_members, np.int64)
-    grp_above = np.zeros(n_members, np.int64)
-    grp_size = np.zeros(n_members, np.int64)
-    grp_mem_start = np.zeros(n_members, np.int64)
-    grp_mem_end = np.zeros(n_members, np.int64)
-    doc_slot = np.full(scores.shape[0], -1, np.int64)
+    n_docs = scores.shape[0]
+    n_members = int(mem_offsets[-1])
+    # judged documents, per query by score desc, then judgment desc, then input order (stable)
+    judged_at = np.flatnonzero(judged)
+    query_of = np.repeat(np.arange(n_queries, dtype=np.int64), np.diff(mem_offsets))
+    judged_sorted = judged_at[np.lexsort((-rel[judged_at], -scores[judged_at], query_of))].astype(np.int64)
+    member_of_doc = np.full(n_docs, -1, np.int64)
+    distinct = np.zeros(n_members, np.float64)
     n_groups = np.zeros(n_queries, np.int64)
     first_nan = np.full(n_queries, -1, np.int64)
-    for q in prange(n_queries):
-        n_groups[q], first_nan[q] = _query_groups(
-            scores, rel, judged, offsets[q], offsets[q + 1], mem_offsets[q],
-            mem_rel, mem_index, mem_input_rank, grp_above, grp_size, grp_mem_start, grp_mem_end, doc_slot)
+    mem_rel = np.zeros(n_members, np.float64)
+    mem_index, mem_input_rank, grp_above, grp_size, grp_mem_start, grp_mem_end = (
+        np.zeros(n_members, np.int64) for _ in range(6))
+    doc_slot = np.full(n_docs, -1, np.int64)
+    _fill_groups(offsets, scores, rel, judged_sorted, mem_offsets, member_of_doc, distinct, n_groups, first_nan,
+                 mem_rel, mem_index, mem_input_rank, grp_above, grp_size, grp_mem_start, grp_mem_end, doc_slot)
     return (n_groups, first_nan, mem_rel, mem_index, mem_input_rank,
             grp_above, grp_size, grp_mem_start, grp_mem_end, doc_slot)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .errors import InputError
 from .kernels.census import census_table
 from .ranked_lists import run_scores
 
@@ -23,12 +24,14 @@ def census(run, ks=(1, 3, 5, 10, 20, 50, 100)) -> pd.DataFrame:
         so any cut at k drops tied candidates), ``largest_group`` (largest tie group
         reaching the top k, over all queries).
     """
-    ks = np.asarray(sorted(set(int(k) for k in ks)), np.int64)
-    if ks.size == 0 or ks[0] <= 0:
-        raise ValueError(f"census cutoffs must be positive integers, got {list(ks)}.")
+    given = [ks] if np.isscalar(ks) else list(ks)
+    if not given or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0 for k in given):
+        raise InputError(f"census cutoffs must be positive integers, got {given}.")
+    ks = np.asarray(sorted(set(int(k) for k in given)), np.int64)
     query_ids, offsets, scores = run_scores(run)
     if np.isnan(scores).any():
-        raise ValueError("Run has NaN scores; tieaware.evaluate names them.")
+        q = int(np.searchsorted(offsets, np.flatnonzero(np.isnan(scores))[0], side="right") - 1)
+        raise InputError(f"Run scores of query {query_ids[q]!r} include NaN.")
     table = census_table(offsets, scores, ks)
     nonempty = table[:, :, 1] > 0
     with np.errstate(invalid="ignore", divide="ignore"):

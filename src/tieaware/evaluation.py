@@ -1,47 +1,35 @@
 """`evaluate`: a drop-in for ``ranx.evaluate`` that reports what tie order does."""
 from __future__ import annotations
 
-from contextlib import contextmanager
+import warnings
 
-import numba
 import numpy as np
 
-from .kernels.stats import FAMILY_CODES, GAIN_CODES, metric_table
+from .errors import InputError
+from .inputs import is_ranx_run
+from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricSpec, parse_metrics
 from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ranked_lists
 from .report import EvaluationReport, MetricResult, per_query_frame
 
 
-@contextmanager
-def _numba_threads(threads: int):
-    if threads <= 0:
-        yield
-        return
-    before = numba.get_num_threads()
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)
+def judged_lists(lists: RankedLists, oblivious: str = "trec_eval") -> Judged:
+    """The arrays every metric family reads, with `oblivious` as the tool's tie order."""
+    return Judged.build(lists.n_ret, lists.n_groups, lists.mem_offsets, lists.grp_above, lists.grp_size,
+                        lists.grp_mem_start, lists.grp_mem_end, lists.mem_rel, lists.tool_rank(oblivious),
+                        lists.qrel_offsets, lists.qrel_rel)
 
 
-def _discounts(lists: RankedLists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """1/log2(r+1) per rank r >= 1 (index 0 unused) and the cumulative sums of it and its square."""
-    longest = int(max(lists.n_ret.max(initial=0), np.diff(lists.qrel_offsets).max(initial=0))) + 1
-    per_rank = np.zeros(longest + 1)
-    per_rank[1:] = 1.0 / np.log2(np.arange(2, longest + 2))
-    return per_rank, np.cumsum(per_rank), np.cumsum(per_rank ** 2)
+def metric_stats(lists: RankedLists | Judged, spec: MetricSpec, oblivious: str = "trec_eval") -> np.ndarray:
+    """Per-query (E, Var, min, max, oblivious) of one metric: array (Q, 5).
 
-
-def metric_stats(lists: RankedLists, spec: MetricSpec, oblivious: str = "trec_eval") -> np.ndarray:
-    """Per-query (E, Var, min, max, oblivious) of one metric: array (Q, 5)."""
-    disc_rank, disc_cum, disc2_cum = _discounts(lists)
-    floor = -np.inf if spec.gain_floor is None else float(spec.gain_floor)
-    return metric_table(
-        FAMILY_CODES[spec.family], spec.k or 0, GAIN_CODES[spec.gain], float(spec.relevance_level), floor,
-        float(spec.persistence), lists.n_ret, lists.n_groups, lists.mem_offsets, lists.grp_above,
-        lists.grp_size, lists.grp_mem_end, lists.mem_rel, lists.tool_rank(oblivious), lists.qrel_offsets,
-        lists.qrel_rel, disc_rank, disc_cum, disc2_cum)
+    Dispatches on ``spec.family`` (`tieaware.kernels.families.FAMILIES`); a `Judged`
+    (from `judged_lists`) already carries its tie order, and ``oblivious`` is then ignored.
+    """
+    judged = lists if isinstance(lists, Judged) else judged_lists(lists, oblivious)
+    params = Params(spec.k, float(spec.relevance_level), spec.gain,
+                    None if spec.gain_floor is None else float(spec.gain_floor), float(spec.persistence))
+    return family_stats(spec.family, judged, params)
 
 
 def evaluate(qrels, run, metrics, return_mean: bool = True, return_std: bool = False, threads: int = 0,
@@ -69,7 +57,9 @@ def evaluate(qrels, run, metrics, return_mean: bool = True, return_std: bool = F
         return_mean: False gives, per metric, a numpy array of per-query E[M]
             (query order: the run's), as ranx does.
         return_std: True gives ``{"mean": MetricResult, "std": std over queries}`` per metric, as ranx.
-        threads: numba threads for this call (0: numba's default).
+        threads: accepted for ranx compatibility and ignored: tieaware's kernels run
+            single-threaded (no numba threading layer), so calls from several Python
+            threads at once are safe, and numba's global settings are never changed.
         save_results_in_run: write E[M] into a ranx ``Run``'s ``mean_scores``/``scores`` as ranx does.
         make_comparable: score queries in the qrels but not in the run as empty
             (0) and drop run queries without qrels, instead of raising.
@@ -89,14 +79,16 @@ def evaluate(qrels, run, metrics, return_mean: bool = True, return_std: bool = F
         >>> round(float(res), 2), res.min, res.max
         (0.75, 0.5, 1.0)
     """
-    if oblivious not in OBLIVIOUS_ORDERS:
-        raise ValueError(f"oblivious must be one of {OBLIVIOUS_ORDERS}, got {oblivious!r}.")
+    _check_arguments(oblivious, relevance_level, threads)
     specs = parse_metrics(metrics, relevance_level)
-    with _numba_threads(threads):
-        lists = ranked_lists(qrels, run, make_comparable)
-        results = {spec.name: MetricResult(spec.name, per_query_frame(lists.query_ids, metric_stats(lists, spec, oblivious)),
-                                           oblivious)
-                   for spec in specs}
+    lists = ranked_lists(qrels, run, make_comparable)
+    if not lists.query_ids:
+        warnings.warn("No queries to evaluate (empty qrels and run): every result is NaN.", RuntimeWarning,
+                      stacklevel=2)
+    judged = judged_lists(lists, oblivious)
+    results = {spec.name: MetricResult(spec.name, per_query_frame(lists.query_ids, _finite_stats(lists, judged, spec)),
+                                       oblivious)
+               for spec in specs}
     if save_results_in_run:
         _save_in_run(run, results)
     if not return_mean:
@@ -108,11 +100,30 @@ def evaluate(qrels, run, metrics, return_mean: bool = True, return_std: bool = F
     return next(iter(out.values())) if isinstance(metrics, str) else out
 
 
-def _save_in_run(run, results: dict) -> None:
-    from .inputs import RanxRun
+def _check_arguments(oblivious, relevance_level, threads) -> None:
+    if oblivious not in OBLIVIOUS_ORDERS:
+        raise InputError(f"oblivious must be one of {OBLIVIOUS_ORDERS}, got {oblivious!r}.")
+    if isinstance(relevance_level, bool) or not isinstance(relevance_level, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(relevance_level):
+        raise InputError(f"relevance_level must be a finite number, got {relevance_level!r}.")
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
+        raise InputError(f"threads must be an integer, got {threads!r}.")
 
-    if not isinstance(run, RanxRun):
-        raise ValueError("save_results_in_run=True needs a ranx Run.")
+
+def _finite_stats(lists: RankedLists, judged: Judged, spec: MetricSpec) -> np.ndarray:
+    """`metric_stats`, refusing a non-finite value: no mean may skip a query silently."""
+    stats = metric_stats(judged, spec)
+    bad = np.flatnonzero(~np.isfinite(stats).all(axis=1))
+    if bad.size:
+        raise InputError(f"{spec.name} is not finite for query {lists.query_ids[bad[0]]!r} ({bad.size} queries): "
+                         "the gains overflow float64 (e.g. 2^grade - 1 for grades >= 1024 in *_burges); "
+                         "use smaller grades or a linear gain.")
+    return stats
+
+
+def _save_in_run(run, results: dict) -> None:
+    if not is_ranx_run(run):
+        raise InputError("save_results_in_run=True needs a ranx Run.")
     for name, r in results.items():
         run.mean_scores[name] = r.expected
         run.scores[name] = r.per_query["expected"].to_dict()

@@ -18,8 +18,8 @@ import pandas as pd
 from tabulate import tabulate
 
 from .errors import InputError
-from .evaluate import evaluate
-from .inputs import RanxRun, load_qrels, load_run
+from .evaluation import evaluate
+from .inputs import file_stem, is_ranx_run, load_qrels, load_run
 from .report import SUMMARY_COLUMNS
 
 STAT_TESTS = ("student", "fisher", "tukey")
@@ -61,15 +61,15 @@ def named_runs(runs) -> dict:
                 raise InputError(f"runs[{name!r}] maps documents to scores: `runs` must map run names to "
                                  "runs ({name: {qid: {docid: score}}}), or be a list of runs.")
         named = dict(runs)
-    elif isinstance(runs, (str, os.PathLike, RanxRun)):
+    elif isinstance(runs, (str, os.PathLike)) or is_ranx_run(runs):
         raise InputError("`runs` must be a list of runs or a dict {name: run}, not a single run.")
     else:
         named = {}
         for i, run in enumerate(runs):
-            if isinstance(run, RanxRun) and run.name:
+            if is_ranx_run(run) and run.name:
                 name = run.name
             elif isinstance(run, (str, os.PathLike)):
-                name = Path(run).stem
+                name = file_stem(run)
             else:
                 name = f"run_{i + 1}"
             if name in named:
@@ -301,7 +301,7 @@ def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutati
         stat_test: "student" (default, as ranx), "fisher", "tukey", or None for no test.
         n_permutations, random_seed: Fisher's randomization test settings.
         max_p: p-value at or below which a difference counts as significant.
-        threads: numba threads (0: numba's default).
+        threads: accepted for ranx compatibility and ignored (tieaware's kernels are single-threaded).
         rounding_digits, show_percentages: how the tables print numbers.
         make_comparable: score qrels queries missing from a run as 0 and drop run
             queries without qrels, instead of raising.
@@ -314,7 +314,7 @@ def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutati
         ``flagged``, ``to_latex()``, ``to_dict()``, ``plot()``.
     """
     if stat_test is not None and stat_test not in STAT_TESTS:
-        raise ValueError(f"stat_test must be one of {STAT_TESTS} or None, got {stat_test!r}.")
+        raise InputError(f"stat_test must be one of {STAT_TESTS} or None, got {stat_test!r}.")
     metric_names = [metrics] if isinstance(metrics, str) else list(metrics)
     qrels = load_qrels(qrels)
     named = named_runs(runs)

@@ -1,0 +1,27 @@
+"""Who is told of tie-stability checks: a pure-Python registry (importing it loads no numba), so the
+pytest plugin can listen to every `tieaware.testing.check_tie_stability` call without importing
+tieaware's kernels in test sessions that never check anything."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+#: Callables told of every check, with its `tieaware.testing.TieStability`.
+OBSERVERS: list[Callable] = []
+
+
+@contextmanager
+def observe_checks(observer: Callable) -> Iterator[None]:
+    """Call ``observer(stability)`` after every `check_tie_stability` / `assert_tie_stable` inside
+    the ``with`` block (the pytest plugin records each test's checks this way)."""
+    OBSERVERS.append(observer)
+    try:
+        yield
+    finally:
+        OBSERVERS.remove(observer)
+
+
+def notify(stability) -> None:
+    """Tell every observer of one finished check."""
+    for observer in list(OBSERVERS):
+        observer(stability)

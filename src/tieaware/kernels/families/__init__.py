@@ -1,0 +1,63 @@
+"""Metric families: per query E[M], Var[M], min, max and the oblivious value, one module each.
+
+================  =====================================  ==========================
+family            module                                 kernel (E and Var)
+================  =====================================  ==========================
+hits, precision,  `hits`: Hits@k, scaled                 `hits.hits_moments`
+recall, f1, rprec
+success           `success`                              `success.success_moments`
+rr                `rr`                                   `rr.rr_moments`
+ap                `ap`                                   `ap.ap_moments`
+dcg, ndcg         `dcg`                                  `dcg.weighted_moments`
+rbp               `rbp`: DCG's kernel, geometric weights `dcg.weighted_moments`
+bpref             `bpref`                                `bpref.bpref_moments`
+================  =====================================  ==========================
+
+Each module holds the closed forms, a line or two of derivation, references, and
+one jitted kernel: a single pass over the judged tie groups giving E and Var; the
+extremes and the oblivious value are the same kernel run on tie-free orderings
+(`common`). A call compiles only the kernels of the families it asks for; each is
+``@njit(cache=True)`` with fixed argument types (int64 / float64 arrays), so the
+compiled code is written once to numba's cache and loaded by later processes.
+Formulas with derivations: `docs/formulas.md`.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from . import ap, bpref, dcg, hits, rbp, rr, success
+from .common import Judged, Params
+
+#: family name (`tieaware.metrics.FAMILIES`) -> function(judged, params) -> (Q, 5) array of
+#: expected, variance, min, max, oblivious
+FAMILIES: dict[str, Callable[[Judged, Params], np.ndarray]] = {
+    "hits": hits.hits,
+    "precision": hits.precision,
+    "recall": hits.recall,
+    "f1": hits.f1,
+    "rprec": hits.rprec,
+    "success": success.success,
+    "rr": rr.rr,
+    "ap": ap.ap,
+    "dcg": dcg.dcg,
+    "ndcg": dcg.ndcg,
+    "rbp": rbp.rbp,
+    "bpref": bpref.bpref,
+}
+
+
+def family_stats(family: str, judged: Judged, params: Params) -> np.ndarray:
+    """Per query (expected, variance, min, max, oblivious) of one metric: array (Q, 5).
+
+    Raises:
+        ValueError: `family` is not one of `FAMILIES`.
+    """
+    stats = FAMILIES.get(family)
+    if stats is None:
+        raise ValueError(f"unknown metric family {family!r}; known: {', '.join(FAMILIES)}")
+    return stats(judged, params)
+
+
+__all__ = ["FAMILIES", "Judged", "Params", "family_stats"]

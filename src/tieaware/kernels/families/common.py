@@ -1,0 +1,195 @@
+"""What every family reads, and how one family kernel gives all five statistics.
+
+A *group structure* lists, per query, judged tie groups in score order: group
+n has c_n documents above it, g_n documents in it (judged or not) and judged
+members whose per-document values (relevance flags, gains or grades) lie
+contiguously in a value array. Each family has one kernel that, in one pass over
+such a structure, returns E[M] and Var[M] over the orderings inside the groups
+(see `docs/formulas.md`).
+
+The other three statistics come from the same kernel, with no per-family point
+function: a fixed ordering is a structure whose groups each hold one judged
+document (g = 1) at its rank under that ordering, and E[M] of a structure without
+ties is M itself. `Judged` therefore holds four structures:
+
+* ``tied``: the judged tie groups of `kernels.groups`,
+* ``worst``: worst-first inside every group (judgment ascending): M_min,
+* ``best``: best-first inside every group (judgment descending): M_max,
+* ``tool``: a tool's tie order (`kernels.tiebreak`): the oblivious value M_obl.
+
+Best-first gives the maximum and worst-first the minimum of every metric here,
+since each is non-decreasing in the judgment at each rank and favours better
+judgments at higher ranks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from ..groups import group_slots
+
+BINARY, LINEAR, EXP = "binary", "linear", "exp"
+
+
+class Groups(NamedTuple):
+    """A group structure. Group slots of query q are offsets[q] .. offsets[q] + count[q] - 1 and its
+    judged members start at offsets[q]; slot i has above[i] documents above it, size[i] documents in
+    it, and its members end (exclusive) at end[i]. These are a family kernel's first five arguments."""
+
+    count: np.ndarray
+    offsets: np.ndarray
+    above: np.ndarray
+    size: np.ndarray
+    end: np.ndarray
+
+
+class Params(NamedTuple):
+    """A metric's parameters (`tieaware.metrics.MetricSpec` without the name).
+
+    k: cutoff (None: the whole list). level: judgments >= level are relevant.
+    gain: "binary" (1 if relevant), "linear" (the grade) or "exp" (2^grade - 1).
+    floor: grades below it gain 0 (None: every positive grade counts). persistence: RBP's p.
+    """
+
+    k: int | None
+    level: float
+    gain: str = BINARY
+    floor: float | None = None
+    persistence: float = 0.0
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The judged documents of a run under the four structures (module docstring), plus the qrels.
+
+    Attributes:
+        tied: the judged tie groups, `Groups`.
+        orders: worst-first, best-first and the tool's order, each a (`Groups`, perm) pair of
+            one-document groups: its position i holds judged member perm[i] of ``tied``.
+        mem_rel: (M,) judgment of each judged member of ``tied`` (best-first within groups).
+        n_ret: (Q,) documents retrieved per query.
+        qrel_offsets, qrel_rel: the qrels' judgments per query, CSR, descending.
+        largest_group: judged members of the largest tie group (scratch sizes).
+    """
+
+    tied: Groups
+    orders: tuple
+    mem_rel: np.ndarray
+    n_ret: np.ndarray
+    qrel_offsets: np.ndarray
+    qrel_rel: np.ndarray
+    largest_group: int
+
+    @classmethod
+    def build(cls, n_ret, n_groups, mem_offsets, grp_above, grp_size, grp_mem_start, grp_mem_end, mem_rel,
+              tool_rank, qrel_offsets, qrel_rel) -> Judged:
+        """From the arrays of `kernels.groups.judged_groups` and a tool's rank of each member in its group."""
+        i64 = np.int64
+        tied = Groups(*(np.ascontiguousarray(a, i64) for a in (n_groups, mem_offsets, grp_above, grp_size,
+                                                              grp_mem_end)))
+        n_members = int(tied.offsets[-1])
+        slots = group_slots(tied.count, tied.offsets)
+        start = np.asarray(grp_mem_start, i64)[slots]
+        members = np.diff(tied.offsets)
+        group_members = tied.end[slots] - start
+        member_slot = np.repeat(slots, group_members)  # the group of each judged member
+        n_mem = np.repeat(group_members, group_members)  # judged members in that group
+        rank_in_group = np.arange(n_members, dtype=i64) - np.repeat(start, group_members)  # best-first
+        above, size = tied.above[member_slot], tied.size[member_slot]
+        tool_rank = np.asarray(tool_rank, i64)
+        ones = np.ones(n_members, i64)
+        end = np.arange(1, n_members + 1, dtype=i64)
+
+        def one_per_group(perm, rank):
+            """perm[i]: the member at position i; rank[i]: documents of its group ranked above it."""
+            return Groups(members, tied.offsets, above + rank, ones, end), perm
+
+        best = np.arange(n_members, dtype=i64)
+        worst = best + np.repeat(start + tied.end[slots] - 1, group_members) - 2 * best  # reversed in groups
+        tool = np.lexsort((tool_rank, member_slot)).astype(i64)
+        orders = (one_per_group(worst, size - n_mem + rank_in_group),  # judged members last, worst first
+                  one_per_group(best, rank_in_group),
+                  one_per_group(tool, tool_rank[tool]))
+        return cls(tied, orders, np.ascontiguousarray(mem_rel, np.float64), np.asarray(n_ret, i64),
+                   np.asarray(qrel_offsets, i64), np.ascontiguousarray(qrel_rel, np.float64),
+                   int(group_members.max(initial=0)))
+
+    @property
+    def n_queries(self) -> int:
+        return self.n_ret.shape[0]
+
+    def cutoffs(self, k: int | None) -> np.ndarray:
+        """(Q,) k, or each query's list length when k is None."""
+        return self.n_ret.copy() if k is None else np.full(self.n_queries, int(k), np.int64)
+
+    def _per_query(self, flags: np.ndarray) -> np.ndarray:
+        query_of = np.repeat(np.arange(self.n_queries), np.diff(self.qrel_offsets))
+        return np.bincount(query_of, weights=flags, minlength=self.n_queries).astype(np.int64)
+
+    def n_relevant(self, level: float) -> np.ndarray:
+        """(Q,) R: documents in the qrels judged >= level, retrieved or not."""
+        return self._per_query(self.qrel_rel >= level)
+
+    def n_nonrelevant(self, level: float) -> np.ndarray:
+        """(Q,) N: documents in the qrels judged 0 <= judgment < level (trec_eval's judged non-relevant)."""
+        return self._per_query((self.qrel_rel >= 0.0) & (self.qrel_rel < level))
+
+
+@njit(cache=True)
+def count_relevant(relevant, start, stop):
+    """Members start..stop-1 with a non-zero relevance flag (a group's r_n)."""
+    r = 0
+    for j in range(start, stop):
+        if relevant[j] != 0.0:
+            r += 1
+    return r
+
+
+def gains(rel: np.ndarray, p: Params) -> np.ndarray:
+    """Gain of each judgment: binary 1 if rel >= level; linear rel; exp 2^rel - 1; grades <= 0
+    or below the floor gain 0 (non-binary). Non-decreasing in rel, so best-first stays best-first."""
+    if p.gain == BINARY:
+        return (rel >= p.level).astype(np.float64)
+    floor = -np.inf if p.floor is None else float(p.floor)
+    counted = (rel > 0.0) & (rel >= floor)
+    if p.gain == LINEAR:
+        return np.where(counted, rel, 0.0)
+    if p.gain == EXP:
+        with np.errstate(over="ignore"):
+            return np.where(counted, np.power(2.0, rel) - 1.0, 0.0)
+    raise ValueError(f"unknown gain {p.gain!r}; known: {BINARY}, {LINEAR}, {EXP}")
+
+
+def all_orders(kernel, judged: Judged, values: np.ndarray, *args) -> np.ndarray:
+    """Per query (expected, variance, min, max, oblivious), unnormalised: `kernel` (a family's
+    E/Var kernel: ``kernel(*groups, values, *args, out)``) on the tied structure and on the three
+    orderings. Where min == max no tie matters, and E is exactly that value with variance 0."""
+    out = np.empty((judged.n_queries, 5))
+    moments = np.empty((judged.n_queries, 2))
+    kernel(*judged.tied, values, *args, moments)
+    out[:, :2] = moments
+    for column, (groups, perm) in enumerate(judged.orders, start=2):
+        kernel(*groups, np.ascontiguousarray(values[perm]), *args, moments)
+        out[:, column] = moments[:, 0]
+    exact = out[:, 2] == out[:, 3]
+    out[exact, 0] = out[exact, 3]
+    out[:, 1] = np.where(exact, 0.0, np.maximum(out[:, 1], 0.0))
+    return out
+
+
+def scaled(stats: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """stats (Q, 5) of M -> of scale * M (the variance by scale^2). Overflowed gains (inf, NaN) pass
+    through silently: `tieaware.evaluate` names the query."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        stats[:, [0, 2, 3, 4]] *= scale[:, None]
+        stats[:, 1] *= scale * scale
+    return stats
+
+
+def inverse(denominator: np.ndarray) -> np.ndarray:
+    """1 / denominator, and 0 where it is 0 (a metric with nothing to divide by is 0, as in trec_eval)."""
+    denominator = np.asarray(denominator, np.float64)
+    return np.divide(1.0, denominator, out=np.zeros_like(denominator), where=denominator > 0)

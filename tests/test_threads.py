@@ -1,0 +1,165 @@
+"""Concurrent use and numba's global state: evaluate from several threads or processes gives
+exactly the sequential results; tieaware never changes numba's configuration; `warmup`
+fills numba's cache so that a second process compiles nothing."""
+import io
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tieaware
+from tieaware import cli
+from tieaware.kernels.families import FAMILIES
+from tieaware.warming import FAMILY_METRICS
+
+METRICS = ["ndcg@10", "mrr@10", "map@100", "recall@100", "precision@10", "bpref", "rbp.8", "hit_rate@5"]
+ORDERS = ("trec_eval", "ranx", "input")
+
+# the test data as source, so that subprocesses build exactly the same
+DATA_SOURCE = textwrap.dedent("""
+    import numpy as np
+
+    def tied_data(n_queries=60, n_docs=80, seed=7):
+        rng = np.random.default_rng(seed)
+        qrels, run = {}, {}
+        for q in range(n_queries):
+            grades = rng.integers(-1, 4, n_docs)
+            judged = rng.random(n_docs) < 0.4
+            scores = np.round(0.1 * grades + rng.normal(0, 0.15, n_docs), 1)  # coarse: many ties
+            run[f"q{q}"] = {f"d{i}": float(s) for i, s in enumerate(scores)}
+            qrels[f"q{q}"] = {f"d{i}": int(g) for i, g in enumerate(grades) if judged[i]}
+            qrels[f"q{q}"][f"u{q}"] = 1  # relevant, never retrieved
+        return qrels, run
+""")
+_namespace: dict = {}
+exec(DATA_SOURCE, _namespace)
+tied_data = _namespace["tied_data"]
+
+
+def _per_query(report) -> dict:
+    return {name: result.per_query.to_numpy() for name, result in report.items()}
+
+
+def _run_python(code: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def test_threads_after_importing_ranx_match_sequential_calls():
+    """ranx sets numba's threading layer to workqueue, which aborts the process when parallel kernels
+    are entered from two threads; tieaware's kernels are not parallel, so 4 threads x 50 calls
+    give exactly the sequential results. In a subprocess, so that an abort cannot take pytest with it."""
+    code = DATA_SOURCE + textwrap.dedent(f"""
+        import threading
+        import ranx  # noqa: F401  (sets numba.config.THREADING_LAYER = "workqueue")
+        import numpy as np
+        import tieaware
+
+        METRICS, ORDERS = {METRICS!r}, {ORDERS!r}
+        qrels, run = tied_data()
+        expected = {{order: {{name: r.per_query.to_numpy()
+                             for name, r in tieaware.evaluate(qrels, run, METRICS, oblivious=order).items()}}
+                    for order in ORDERS}}
+        failures = []
+
+        def work(worker):
+            for call in range(50):
+                order = ORDERS[(worker + call) % len(ORDERS)]
+                metrics = METRICS[call % 3::3]
+                try:
+                    report = tieaware.evaluate(qrels, run, metrics, oblivious=order, threads=4)
+                    for name in metrics:
+                        if not np.array_equal(report[name].per_query.to_numpy(), expected[order][name]):
+                            failures.append((worker, call, order, name))
+                except Exception as exc:
+                    failures.append((worker, call, repr(exc)))
+
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print("failures", failures[:5], len(failures))
+        assert not failures
+        print("OK")
+    """)
+    done = _run_python(code)
+    assert done.returncode == 0 and "OK" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+
+
+def _evaluate_in_child(order: str) -> dict:
+    qrels, run = tied_data()
+    return _per_query(tieaware.evaluate(qrels, run, METRICS, oblivious=order))
+
+
+def test_spawned_processes_match_this_process():
+    qrels, run = tied_data()
+    expected = [_per_query(tieaware.evaluate(qrels, run, METRICS, oblivious=order)) for order in ORDERS]
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        results = pool.map(_evaluate_in_child, ORDERS)
+    for order, got, want in zip(ORDERS, results, expected):
+        for name in METRICS:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name}, {order}")
+
+
+@pytest.mark.parametrize("import_ranx", [False, True])
+def test_numba_configuration_is_left_alone(import_ranx):
+    code = DATA_SOURCE + textwrap.dedent(f"""
+        import numba
+        if {import_ranx}:
+            import ranx  # noqa: F401
+        layer, threads = numba.config.THREADING_LAYER, numba.config.NUMBA_NUM_THREADS
+        import tieaware
+        qrels, run = tied_data(n_queries=5)
+        for order in ("trec_eval", "ranx", "input"):
+            tieaware.evaluate(qrels, run, ["ndcg@10", "map", "bpref"], oblivious=order, threads=2)
+        tieaware.census(run)
+        from numba.np.ufunc import parallel
+        launched = getattr(parallel, "_is_initialized", False)  # numba's threading layer was started
+        assert not launched, "tieaware started numba's threading layer"
+        assert (numba.config.THREADING_LAYER, numba.config.NUMBA_NUM_THREADS) == (layer, threads)
+        numba.set_num_threads(1)
+        tieaware.evaluate(qrels, run, "ndcg@10", threads=2)
+        assert numba.get_num_threads() == 1
+        assert numba.config.THREADING_LAYER == layer
+        print("OK", layer)
+    """)
+    done = _run_python(code)
+    assert done.returncode == 0 and "OK" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+    assert ("workqueue" in done.stdout) == import_ranx
+
+
+def test_warmup_covers_every_family_and_reports_its_steps():
+    assert set(FAMILY_METRICS) == set(FAMILIES)
+    out = io.StringIO()
+    summary = tieaware.warmup(file=out)
+    text = out.getvalue()
+    assert set(summary) == {"steps", "seconds", "compiled", "loaded", "cache_dir"}
+    assert summary["seconds"] >= sum(summary["steps"].values()) - 1e-9
+    for label in summary["steps"]:
+        assert label in text
+    assert "done in" in text and "ranx's tie order" in text and "tie census" in text
+    assert tieaware.warmup(verbose=False)["compiled"] == 0  # everything is compiled now
+
+
+def test_warmup_command(capsys):
+    assert cli.main(["warmup"]) == cli.EXIT_OK
+    assert "done in" in capsys.readouterr().out
+
+
+def test_a_second_process_compiles_nothing(tmp_path):
+    """Argument types are stable, so what one process compiled, the next one loads from numba's cache."""
+    code = "import json, tieaware; s = tieaware.warmup(verbose=False); print(json.dumps([s['compiled'], s['loaded']]))"
+    env = {"NUMBA_CACHE_DIR": str(tmp_path)}
+    first = _run_python(code, env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    compiled, _ = json.loads(first.stdout.splitlines()[-1])
+    assert compiled > 0
+    second = _run_python(code, env)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert json.loads(second.stdout.splitlines()[-1])[0] == 0, "the second process compiled kernels again"
