@@ -128,7 +128,7 @@ def main() -> None:
     print(report)
 
     print("\n== Largest |bias| = |trec_eval value - E[M]| per metric ==")
-    summary = report.to_dataframe()
+    summary = report.summary_frame()
     for metric in METRICS:
         worst = summary.xs(metric, level="metric")["bias"].abs().idxmax()
         row = summary.loc[(worst, metric)]

@@ -186,8 +186,9 @@ def test_compare_json_and_fail_on_flag(capsys):
     args = ["compare", str(QRELS), str(FP32), str(BF16), "-m", "ndcg@10", "P@10"]
     assert main(args + ["-o", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["run_names"] == [FP32_NAME, BF16_NAME]
-    pairs = {p["metric"]: p for p in report["pairs"]}
+    assert report["model_names"] == [FP32_NAME, BF16_NAME]  # ranx's schema, tieaware's additions beside it
+    assert set(report[FP32_NAME]) == {"scores", "comparisons", "win_tie_loss"}
+    pairs = {p["metric"]: p for p in report["tieaware"]["pairs"]}
     assert pairs["ndcg@10"]["order_flip"] is True  # E[M]: fp32 ahead; trec_eval's order: bf16 ahead
     assert pairs["P@10"]["order_flip"] is False and pairs["P@10"]["intervals_overlap"] is True
     assert main(args + ["--fail-on-flag"]) == 1

@@ -53,16 +53,17 @@ def test_overlap_without_order_flip():
 
 
 def test_report_text_latex_and_dataframe():
-    report = compare(QRELS, RUNS, ["mrr", "P@1"], stat_test=None)
+    report = compare(QRELS, RUNS, ["mrr", "P@1"], stat_test=None, rounding_digits=4)
     text = str(report)
     assert text.splitlines()[0].split()[:5] == ["#", "Run", "mrr", "range", "obl"]
     assert "mrr: a tied vs b steady: E[M] 0.7500 vs 0.6667 but obl 0.5000 vs 0.6667" in text
     assert "Superscripts" not in text  # no test was run
     latex = report.to_latex()
     assert "\\begin{tabular}{cl|cc|cc}" in latex and "0.7500$^{\\dagger}$" in latex
-    frame = report.to_dataframe()
+    frame = report.summary_frame()
     assert frame.shape == (6, 7) and frame.loc[("tied", "P@1"), "range"] == 1.0
-    assert report.to_dict()["pairs"][0]["p_value"] is None
+    assert report.to_dict()["tieaware"]["pairs"][0]["p_value"] is None
+    assert report.to_dict()["tied"]["comparisons"]["steady"]["mrr"] is None
 
 
 def test_student_and_tukey_run_on_per_query_expected_values():
@@ -87,7 +88,8 @@ def test_significance_superscripts_and_fisher():
     qrels = {f"q{i}": {"rel": 1} for i in range(60)}
     good = {q: {"rel": 2.0, "x": 1.0} for q in qrels}
     bad = {q: {"x": 2.0, "y": 1.5, "rel": 1.0} if rng.random() < 0.8 else {"rel": 2.0, "x": 1.0} for q in qrels}
-    report = compare(qrels, {"good": good, "bad": bad}, "mrr", stat_test="fisher", n_permutations=500)
+    report = compare(qrels, {"good": good, "bad": bad}, "mrr", stat_test="fisher", n_permutations=500,
+                     rounding_digits=4)
     row = report.pairs.loc["mrr", "good", "bad"]
     assert row["significant"] and row["p_value"] <= 0.01
     assert "1.0000ᵇ" in str(report)  # a beats b
@@ -114,3 +116,54 @@ def test_input_errors():
         compare(QRELS, RUNS, "mrr", stat_test="wilcoxon")
     with pytest.raises(InputError, match="make_comparable"):
         compare(QRELS, {"a": RUNS["best"], "b": {"q1": {"d1": 1.0}}}, "mrr")
+
+
+def _tie_free_runs(n_queries: int = 30, n_docs: int = 40, seed: int = 7):
+    """qrels and three runs with distinct scores in every query (no ties: E[M] is ranx's value)."""
+    rng = np.random.default_rng(seed)
+    qrels = {f"q{q}": {f"d{d}": int(rng.integers(0, 3)) for d in rng.choice(n_docs, 8, replace=False)}
+             for q in range(n_queries)}
+    runs = {}
+    for name in ("bm25", "dense", "hybrid"):
+        runs[name] = {f"q{q}": {f"d{d}": float(s) for d, s in enumerate(rng.permutation(n_docs) / n_docs + q)}
+                      for q in range(n_queries)}
+    return qrels, runs
+
+
+@pytest.mark.parametrize("stat_test", ["student", "fisher", "tukey"])
+def test_report_answers_what_a_ranx_report_answers(stat_test):
+    """Same calls, same answers as ranx.compare on tie-free runs (where E[M] is the one value).
+    ranx's Fisher test is not reproducible even with its seed (its numba RNG), so its p-values are
+    compared loosely; Student's and Tukey's exactly."""
+    p_tolerance = 0.15 if stat_test == "fisher" else 1e-9
+    qrels, runs = _tie_free_runs()
+    metrics = ["ndcg@10", "map@100", "mrr"]
+    ranx_runs = [ranx.Run(run, name=name) for name, run in runs.items()]
+    theirs = ranx.compare(ranx.Qrels(qrels), ranx_runs, metrics, stat_test=stat_test, n_permutations=200)
+    ours = tieaware.compare(ranx.Qrels(qrels), ranx_runs, metrics, stat_test=stat_test, n_permutations=200)
+    assert isinstance(ours, ranx.data_structures.Report)
+    assert ours.model_names == theirs.model_names == list(runs)
+    assert ours.metrics == theirs.metrics and ours.max_p == theirs.max_p and ours.stat_test == theirs.stat_test
+    assert ours.rounding_digits == theirs.rounding_digits == 3
+    assert ours.win_tie_loss == theirs.win_tie_loss
+    for a in ours.model_names:
+        for b in ours.model_names:
+            if a != b:
+                for m in metrics:
+                    ours_p, theirs_p = ours.comparisons[a, b][m]["p_value"], theirs.comparisons[a, b][m]["p_value"]
+                    assert ours_p == pytest.approx(theirs_p, abs=p_tolerance)
+                    if stat_test != "fisher":
+                        assert ours.comparisons[a, b][m]["significant"] == theirs.comparisons[a, b][m]["significant"]
+    ours_dict, theirs_dict = ours.to_dict(), theirs.to_dict()
+    assert set(ours_dict) - {"tieaware"} == set(theirs_dict)
+    for name in ours.model_names:
+        assert ours_dict[name]["win_tie_loss"] == theirs_dict[name]["win_tie_loss"]
+        assert ours_dict[name]["comparisons"].keys() == theirs_dict[name]["comparisons"].keys()
+        for other, p_values in ours_dict[name]["comparisons"].items():
+            assert p_values == pytest.approx(theirs_dict[name]["comparisons"][other], abs=p_tolerance)
+        assert ours_dict[name]["scores"] == pytest.approx(theirs_dict[name]["scores"])
+    ours_frame, theirs_frame = ours.to_dataframe(), theirs.to_dataframe()
+    assert list(ours_frame.columns) == list(theirs_frame.columns) == ["model_names", *metrics]
+    np.testing.assert_allclose(ours_frame[metrics].to_numpy(float), theirs_frame[metrics].to_numpy(float))
+    assert ours.format_score(0.12345) == theirs.format_score(0.12345) == "0.123"
+    assert "\\begin{tabular}" in ours.to_latex()

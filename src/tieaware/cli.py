@@ -193,7 +193,7 @@ def cmd_compare(args) -> int:
     elif args.output == "json":
         sys.stdout.write(report.to_json(indent=1) + "\n")
     else:
-        _write_frame(report.pairs.reset_index() if args.pairs else report.to_dataframe().reset_index(),
+        _write_frame(report.pairs.reset_index() if args.pairs else report.summary_frame().reset_index(),
                      args.output, args.digits)
     if args.plot:
         report.plot(args.plot)

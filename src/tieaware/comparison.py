@@ -86,14 +86,29 @@ def _progress(items, show: bool, desc: str):
     return tqdm(items, desc=desc, unit="run", delay=1.0)
 
 
-class ComparisonReport:
-    """The result of `compare`; print it, or export it.
+def _ranx_report_class():
+    from ranx.data_structures import Report
 
-    Attributes:
-        run_names: runs in the order given; ``a``, ``b``, ... in the tables.
-        metrics: metric names as given.
-        results: ``{run: EvaluationReport}``: every MetricResult (expected, oblivious,
-            min, max, range, bias, std, per_query).
+    return Report
+
+
+class ComparisonReport(_ranx_report_class()):
+    """The result of `compare`: a ``ranx.data_structures.Report`` with the tie-aware additions.
+
+    Everything code written for ``ranx.compare`` reads is there, with the same
+    meaning: ``model_names``, ``results`` (``{run: {metric: score}}``; the scores are
+    `MetricResult` floats equal to E[M]), ``comparisons`` (ranx's p-values and
+    significance per pair, on per-query E[M]), ``win_tie_loss`` (per ordered pair and
+    metric, queries where the first run's E[M] is higher, equal, lower), ``metrics``,
+    ``max_p``, ``stat_test``, ``rounding_digits``, ``show_percentages``; the wide
+    ``to_dataframe()`` (one row per run, one column per metric), ``to_dict()`` in
+    ranx's schema (tieaware's additions under the key ``"tieaware"``), ``to_latex()``,
+    ``save()``, ``print_results()``. ``print(report)`` shows tieaware's table.
+
+    Tie-aware additions:
+        run_names: the same as ``model_names``; ``a``, ``b``, ... in the tables.
+        results: each score is a `MetricResult` (expected, oblivious, min, max, range,
+            bias, tie_std, per_query).
         pairs: DataFrame indexed by (metric, run_a, run_b), one row per pair of runs:
             the two runs' expected, oblivious, min and max values, ``p_value`` and
             ``significant`` (on per-query E[M]), ``order_flip`` (the oblivious values
@@ -103,16 +118,14 @@ class ComparisonReport:
     """
 
     def __init__(self, results: dict, metrics: list, pairs: pd.DataFrame, *, stat_test, max_p: float,
-                 oblivious_order: str, rounding_digits: int = 4, show_percentages: bool = False):
-        self.results = results
-        self.run_names = list(results)
-        self.metrics = list(metrics)
+                 oblivious_order: str, comparisons=None, win_tie_loss: dict | None = None,
+                 rounding_digits: int = 3, show_percentages: bool = False):
+        super().__init__(model_names=list(results), results=results, comparisons=comparisons,
+                         metrics=list(metrics), max_p=max_p, win_tie_loss=win_tie_loss or {},
+                         rounding_digits=rounding_digits, show_percentages=show_percentages, stat_test=stat_test)
+        self.run_names = self.model_names
         self.pairs = pairs
-        self.stat_test = stat_test
-        self.max_p = max_p
         self.oblivious_order = oblivious_order
-        self.rounding_digits = rounding_digits
-        self.show_percentages = show_percentages
 
     # ------------------------------------------------------------------ data
     @property
@@ -120,21 +133,35 @@ class ComparisonReport:
         """The rows of `pairs` whose conclusion tie order alone could flip."""
         return self.pairs[self.pairs["tie_sensitive"]]
 
-    def to_dataframe(self) -> pd.DataFrame:
-        """One row per (run, metric): expected, oblivious, min, max, range, bias, std."""
+    def summary_frame(self) -> pd.DataFrame:
+        """One row per (run, metric): expected, oblivious, min, max, range, bias, tie_std."""
         frames = {name: report.to_dataframe()[SUMMARY_COLUMNS] for name, report in self.results.items()}
         return pd.concat(frames, names=["run", "metric"])
 
     def to_dict(self) -> dict:
-        """Settings, per-run summaries and per-pair tests and flags (JSON-ready)."""
+        """ranx's schema (``stat_test``, ``metrics``, ``model_names``, and per run its ``scores``
+        (E[M]), ``comparisons`` (p-values; None without a test) and ``win_tie_loss``), plus
+        ``"tieaware"``: the tie order, every run's summary statistics and the pairs with their
+        tests and flip/overlap flags (JSON-ready)."""
+        out = {"stat_test": self.stat_test, "metrics": self.metrics, "model_names": self.model_names}
+        for run in self.model_names:
+            others = [other for other in self.model_names if other != run]
+            out[run] = {
+                "scores": {m: float(self.results[run][m]) for m in self.metrics},
+                "comparisons": {other: {m: None if self.comparisons is None
+                                        else float(self.comparisons[run, other][m]["p_value"])
+                                        for m in self.metrics} for other in others},
+                "win_tie_loss": {other: {m: self.win_tie_loss[run, other][m] for m in self.metrics}
+                                 for other in others},
+            }
         pairs = self.pairs.reset_index()
         pairs = pairs.astype(object).where(pairs.notna(), None)
-        return {
-            "stat_test": self.stat_test, "max_p": self.max_p, "oblivious_order": self.oblivious_order,
-            "metrics": self.metrics, "run_names": self.run_names,
+        out["tieaware"] = {
+            "oblivious_order": self.oblivious_order, "max_p": self.max_p,
             "results": {name: {m: r.to_dict() for m, r in report.items()} for name, report in self.results.items()},
             "pairs": pairs.to_dict(orient="records"),
         }
+        return out
 
     def to_json(self, **kwargs) -> str:
         return json.dumps(self.to_dict(), **kwargs)
@@ -145,9 +172,7 @@ class ComparisonReport:
 
     # ------------------------------------------------------------ formatting
     def _format(self, value: float) -> str:
-        if self.show_percentages:
-            return f"{100 * value:.{max(self.rounding_digits - 2, 0)}f}"
-        return f"{value:.{self.rounding_digits}f}"
+        return self.format_score(value)
 
     def _better_than(self, run: str, metric: str) -> list[int]:
         """Indices of the runs this run beats significantly on `metric`."""
@@ -253,6 +278,17 @@ class ComparisonReport:
     __repr__ = __str__
 
 
+def _win_tie_loss(aligned: dict, metrics: list) -> dict:
+    """ranx's win/tie/loss counts on per-query E[M]: {(run, other): {metric: {"W", "T", "L"}}}."""
+    out = {}
+    for run, mine in aligned.items():
+        for other, theirs in aligned.items():
+            if run != other:
+                out[run, other] = {m: {"W": int((mine[m] > theirs[m]).sum()), "T": int((mine[m] == theirs[m]).sum()),
+                                       "L": int((mine[m] < theirs[m]).sum())} for m in metrics}
+    return out
+
+
 def _pairs_frame(results: dict, metrics: list, comparisons) -> pd.DataFrame:
     rows, index = [], []
     names = list(results)
@@ -280,7 +316,7 @@ def _aligned_expected(results: dict, metrics: list) -> dict:
 
 
 def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutations: int = 1000,
-            max_p: float = 0.01, random_seed: int = 42, threads: int = 0, rounding_digits: int = 4,
+            max_p: float = 0.01, random_seed: int = 42, threads: int = 0, rounding_digits: int = 3,
             show_percentages: bool = False, make_comparable: bool = False, *, oblivious: str = "trec_eval",
             relevance_level: int = 1, show_progress: bool = False) -> ComparisonReport:
     """Evaluate several runs tie-aware and test their differences; the same call as ``ranx.compare``.
@@ -310,8 +346,10 @@ def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutati
         show_progress: a progress bar over runs (shown only if evaluation takes over a second).
 
     Returns:
-        A `ComparisonReport`: ``print`` it, or use ``to_dataframe()``, ``pairs``,
-        ``flagged``, ``to_latex()``, ``to_dict()``, ``plot()``.
+        A `ComparisonReport`, a ``ranx`` ``Report`` (``model_names``, ``results``,
+        ``comparisons``, ``win_tie_loss``, ``to_dataframe()``, ``to_dict()``,
+        ``to_latex()``, ``print_results()``) with ``summary_frame()``, ``pairs``,
+        ``flagged`` and ``plot()`` added.
     """
     if stat_test is not None and stat_test not in STAT_TESTS:
         raise InputError(f"stat_test must be one of {STAT_TESTS} or None, got {stat_test!r}.")
@@ -324,14 +362,16 @@ def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutati
     for name in _progress(list(named), show_progress, "evaluating"):
         results[name] = evaluate(qrels, named[name], metric_names, threads=threads, make_comparable=make_comparable,
                                  oblivious=oblivious, relevance_level=relevance_level)
+    aligned = _aligned_expected(results, metric_names)
     comparisons = None
     if stat_test is not None and len(results) > 1:
         from ranx.statistical_tests import compute_statistical_significance
 
         comparisons = compute_statistical_significance(
-            list(results), _aligned_expected(results, metric_names), stat_test=stat_test,
-            n_permutations=n_permutations, max_p=max_p, random_seed=random_seed)
+            list(results), aligned, stat_test=stat_test, n_permutations=n_permutations, max_p=max_p,
+            random_seed=random_seed)
     return ComparisonReport(results, metric_names, _pairs_frame(results, metric_names, comparisons),
                             stat_test=stat_test if comparisons is not None else None, max_p=max_p,
-                            oblivious_order=oblivious, rounding_digits=rounding_digits,
+                            oblivious_order=oblivious, comparisons=comparisons,
+                            win_tie_loss=_win_tie_loss(aligned, metric_names), rounding_digits=rounding_digits,
                             show_percentages=show_percentages)
