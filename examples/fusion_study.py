@@ -22,10 +22,9 @@ import pandas as pd
 import ranx
 
 import tieaware
-from tieaware.comparison import compare
+from tieaware.comparison import compare, plot_at_k
 from tieaware.datasets import cranfield
 from tieaware.inputs import open_text
-from tieaware.plot import plot_at_k
 
 METRICS = ["ndcg@10", "precision@10", "mrr@10", "map@100"]
 DEPTH = 100

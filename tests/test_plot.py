@@ -8,10 +8,13 @@ pytest.importorskip("matplotlib")
 
 import tieaware  # noqa: E402
 from tieaware.cli import main  # noqa: E402
-from tieaware.comparison import compare  # noqa: E402
+from tieaware.comparison import (  # noqa: E402
+    compare,  # noqa: E402
+    metric_at_k,
+    plot_at_k,
+)
 from tieaware.datasets import cranfield  # noqa: E402
 from tieaware.errors import UnknownMetricError  # noqa: E402
-from tieaware.plot import metric_at_k, plot_at_k  # noqa: E402
 
 CRANFIELD = cranfield()
 QRELS = str(CRANFIELD.qrels)
@@ -63,3 +66,17 @@ def test_missing_matplotlib_is_a_clear_import_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(ImportError, match=r"pip install 'tieaware\[plot\]'"):
         plot_at_k(QRELS, RUNS)
+
+
+def test_no_import_cycle_between_comparison_and_plot():
+    """plot.py only draws: importing it loads nothing of comparison (which imports plot to draw)."""
+    import ast
+    from pathlib import Path
+
+    import tieaware.plot as plot_module
+
+    tree = ast.parse(Path(plot_module.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert "comparison" not in imported and not any(m.endswith(".comparison") for m in imported)
+    with pytest.warns(DeprecationWarning, match="moved to tieaware.comparison"):
+        assert plot_module.plot_at_k is plot_at_k

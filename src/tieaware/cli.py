@@ -17,12 +17,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .comparison import STAT_TESTS, compare
+from .comparison import DEFAULT_KS, STAT_TESTS, compare, plot_at_k
 from .errors import InputError, QueryMismatchError
 from .evaluation import evaluate
 from .inputs import file_stem, load_qrels, load_run, open_text
 from .metrics import parse_metric
-from .plot import DEFAULT_KS, plot_at_k
 from .ranked_lists import OBLIVIOUS_ORDERS
 from .report import SUMMARY_COLUMNS
 from .tie_census import census

@@ -17,10 +17,14 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
-from .errors import InputError
+from .errors import InputError, UnknownMetricError
 from .evaluation import evaluate
 from .inputs import file_stem, is_ranx_run, load_qrels, load_run
+from .metrics import parse_metric
 from .report import SUMMARY_COLUMNS
+
+#: Cutoffs of metric@k curves unless given.
+DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)
 
 STAT_TESTS = ("student", "fisher", "tukey")
 STAT_TEST_LABELS = {
@@ -375,3 +379,48 @@ def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutati
                             oblivious_order=oblivious, comparisons=comparisons,
                             win_tie_loss=_win_tie_loss(aligned, metric_names), rounding_digits=rounding_digits,
                             show_percentages=show_percentages)
+
+
+def metric_at_k(metric: str, k: int) -> str:
+    """``metric`` with cutoff k in a syntax `parse_metric` reads: ``ndcg`` -> ``ndcg@10``, ``P`` -> ``P@10``,
+    ``ndcg_cut`` -> ``ndcg_cut.10``."""
+    for name in (f"{metric}@{k}", f"{metric}.{k}"):
+        try:
+            if parse_metric(name).k == k:
+                return name
+        except UnknownMetricError:
+            continue
+    raise UnknownMetricError(f"{metric!r} takes no cutoff k (or is unknown); "
+                             "plot families with a cutoff such as ndcg, P, recall, mrr, map.")
+
+
+def compare_at_k(qrels, runs, metric="ndcg", ks=DEFAULT_KS, *, oblivious: str = "trec_eval",
+                 relevance_level: int = 1, make_comparable: bool = False) -> ComparisonReport:
+    """`compare` (without significance tests) of ``metric@k`` for every k: the numbers behind
+    metric@k curves.
+
+    Args:
+        qrels, runs: as `compare` takes them (runs: a list or a dict ``{name: run}``).
+        metric: a family with a cutoff (``ndcg``, ``P``, ``recall``, ``mrr``, ``map``, ``ndcg_cut``, ...)
+            or a list of them.
+        ks: cutoffs.
+    """
+    families = [metric] if isinstance(metric, str) else list(metric)
+    names = [metric_at_k(family, int(k)) for family in families for k in sorted(set(ks))]
+    return compare(qrels, runs, names, stat_test=None, oblivious=oblivious, relevance_level=relevance_level,
+                   make_comparable=make_comparable)
+
+
+def plot_at_k(qrels, runs, metric="ndcg", ks=DEFAULT_KS, path=None, *, oblivious: str = "trec_eval",
+              relevance_level: int = 1, make_comparable: bool = False, title: str | None = None, dpi: int = 150):
+    """`compare_at_k`, drawn by `tieaware.plot.plot_report` (E[M] against k per run, the [min, max]
+    band over tie orders and the oblivious values); saved to ``path`` when given.
+
+    Returns:
+        The matplotlib ``Figure``.
+    """
+    from .plot import plot_report
+
+    report = compare_at_k(qrels, runs, metric, ks, oblivious=oblivious, relevance_level=relevance_level,
+                          make_comparable=make_comparable)
+    return plot_report(report, path, title=title, dpi=dpi)

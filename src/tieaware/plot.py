@@ -4,7 +4,9 @@ Top row: E[M] per run against the cutoff k (line), the [min, max] interval over
 tie orderings (a bar, runs side by side) and the oblivious value a tool reports
 (x). Bottom row: the same bars and markers minus E[M] (E[M] itself is the dash
 at 0), so spreads of a few thousandths stay visible.
-Needs the ``plot`` extra (``pip install 'tieaware[plot]'``).
+Needs the ``plot`` extra (``pip install 'tieaware[plot]'``). This module only
+draws: the metric@k numbers come from `tieaware.comparison` (`compare_at_k`,
+`plot_at_k`), which imports this module, never the reverse.
 """
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ import numpy as np
 from .errors import UnknownMetricError
 from .metrics import parse_metric
 
-DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)
 #: Horizontal factor between neighbouring runs' bars on the log k axis.
 DODGE = 1.07
 
@@ -29,19 +30,6 @@ def _matplotlib():
     except ImportError:
         raise ImportError("tieaware plots need matplotlib: pip install 'tieaware[plot]'") from None
     return Figure, Line2D
-
-
-def metric_at_k(metric: str, k: int) -> str:
-    """``metric`` with cutoff k in a syntax `parse_metric` reads: ``ndcg`` -> ``ndcg@10``, ``P`` -> ``P@10``,
-    ``ndcg_cut`` -> ``ndcg_cut.10``."""
-    for name in (f"{metric}@{k}", f"{metric}.{k}"):
-        try:
-            if parse_metric(name).k == k:
-                return name
-        except UnknownMetricError:
-            continue
-    raise UnknownMetricError(f"{metric!r} takes no cutoff k (or is unknown); "
-                             "plot families with a cutoff such as ndcg, P, recall, mrr, map.")
 
 
 def _families(metrics: list) -> dict:
@@ -111,25 +99,12 @@ def plot_report(report, path=None, *, title: str | None = None, dpi: int = 150):
     return figure
 
 
-def plot_at_k(qrels, runs, metric="ndcg", ks=DEFAULT_KS, path=None, *, oblivious: str = "trec_eval",
-              relevance_level: int = 1, make_comparable: bool = False, title: str | None = None, dpi: int = 150):
-    """Evaluate ``metric@k`` for every k and run, and draw the curves with `plot_report`.
+def __getattr__(name: str):
+    """Deprecated aliases: ``plot_at_k``, ``metric_at_k`` and ``DEFAULT_KS`` live in `tieaware.comparison`."""
+    if name in ("plot_at_k", "metric_at_k", "DEFAULT_KS"):
+        import warnings
+        from importlib import import_module
 
-    Args:
-        qrels, runs: as `tieaware.compare` takes them (runs: a list or a dict ``{name: run}``).
-        metric: a family with a cutoff (``ndcg``, ``P``, ``recall``, ``mrr``, ``map``, ``ndcg_cut``, ...)
-            or a list of them, one column each.
-        ks: cutoffs.
-        path: file to save to (PNG by its suffix); None only returns the figure.
-
-    Returns:
-        The matplotlib ``Figure``.
-    """
-    from .comparison import compare
-
-    _matplotlib()
-    families = [metric] if isinstance(metric, str) else list(metric)
-    names = [metric_at_k(family, int(k)) for family in families for k in sorted(set(ks))]
-    report = compare(qrels, runs, names, stat_test=None, oblivious=oblivious, relevance_level=relevance_level,
-                     make_comparable=make_comparable)
-    return plot_report(report, path, title=title, dpi=dpi)
+        warnings.warn(f"tieaware.plot.{name} moved to tieaware.comparison.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(import_module(".comparison", __package__), name)
+    raise AttributeError(f"module 'tieaware.plot' has no attribute {name!r}")

@@ -56,6 +56,18 @@ class RankedLists:
             documents with the same score have a greater id (ranx runs: computed
             while reading, see `ranx_reader.read_run`).
         run_fingerprint: `ranx_reader.fingerprint` of the ranx Run read (None otherwise).
+
+    Derived in ``__post_init__`` by `kernels.groups.judged_groups` (judged members M,
+    group slots of query q from ``mem_offsets[q]``):
+        n_ret: (Q,) documents retrieved per query.
+        mem_offsets: (Q+1,) judged retrieved documents before each query.
+        n_groups: (Q,) judged tie groups per query.
+        mem_rel, mem_index, mem_input_rank: (M,) each judged member's grade (best-first
+            inside its group), index in its query's input order, rank in its group in
+            input order.
+        grp_above, grp_size, grp_mem_start, grp_mem_end: (M,) per group slot: documents
+            above it, documents in it, and where its members start and end.
+        doc_slot: (n,) each document's group slot, or -1 outside every judged group.
     """
 
     query_ids: list
@@ -70,6 +82,17 @@ class RankedLists:
     doc_ids_utf8: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
     judged_trec_rank: np.ndarray | None = None
     run_fingerprint: int | None = None
+    n_ret: np.ndarray = field(init=False, repr=False)
+    mem_offsets: np.ndarray = field(init=False, repr=False)
+    n_groups: np.ndarray = field(init=False, repr=False)
+    mem_rel: np.ndarray = field(init=False, repr=False)
+    mem_index: np.ndarray = field(init=False, repr=False)
+    mem_input_rank: np.ndarray = field(init=False, repr=False)
+    grp_above: np.ndarray = field(init=False, repr=False)
+    grp_size: np.ndarray = field(init=False, repr=False)
+    grp_mem_start: np.ndarray = field(init=False, repr=False)
+    grp_mem_end: np.ndarray = field(init=False, repr=False)
+    doc_slot: np.ndarray = field(init=False, repr=False)
     _tool_ranks: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
