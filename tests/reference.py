@@ -74,6 +74,16 @@ def point_metric(spec, ranking, judgments):
             elif d in nonrel:
                 seen += 1
         return total / n_rel if n_rel else 0.0
+    if fam == "judged":
+        denominator = min(k, len(ranking))
+        return sum(1 for d in top if d in judgments) / denominator if denominator else 0.0
+    if fam.startswith("set_"):
+        n_ret, hits_all = len(ranking), sum(1 for d in ranking if d in relevant)
+        p = hits_all / n_ret if n_ret else 0.0
+        r = hits_all / n_rel if n_rel else 0.0
+        smaller = min(n_ret, n_rel)
+        return {"set_p": p, "set_recall": r, "set_map": p * r, "set_f": 2 * p * r / (p + r) if p + r else 0.0,
+                "set_relative_p": hits_all / smaller if smaller else 0.0}[fam]
     raise AssertionError(fam)
 
 

@@ -23,6 +23,8 @@ TREC_MEASURES = [
     ("ndcg", "ndcg", "ndcg"), ("map", "map", "map"), ("map_cut.100", "map_cut.100", "map_cut_100"),
     ("recip_rank", "recip_rank", "recip_rank"), ("Rprec", "Rprec", "Rprec"), ("bpref", "bpref", "bpref"),
     ("success.1", "success.1", "success_1"), ("success.10", "success.10", "success_10"),
+    ("set_P", "set_P", "set_P"), ("set_recall", "set_recall", "set_recall"), ("set_F", "set_F", "set_F"),
+    ("set_map", "set_map", "set_map"), ("set_relative_P", "set_relative_P", "set_relative_P"),
 ]
 
 TREC_FILES = [  # (qrels, run, relevance level)

@@ -39,7 +39,9 @@ from .errors import UnknownMetricError
 
 #: Families whose value depends only on the number of relevant documents in the top k.
 HITS_FAMILIES = ("hits", "precision", "recall", "f1", "rprec")
-FAMILIES = HITS_FAMILIES + ("success", "rr", "ap", "dcg", "ndcg", "bpref", "rbp")
+#: Families no tie order can move (E = min = max), evaluated beside the others.
+SET_FAMILIES = ("set_p", "set_recall", "set_relative_p", "set_map", "set_f")
+FAMILIES = HITS_FAMILIES + ("success", "rr", "ap", "dcg", "ndcg", "bpref", "rbp", "judged") + SET_FAMILIES
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,11 @@ _TREC = {
     "recip_rank": ("rr", "binary", "no"),
     "Rprec": ("rprec", "binary", "no"),
     "bpref": ("bpref", "binary", "no"),
+    "set_P": ("set_p", "binary", "no"),
+    "set_recall": ("set_recall", "binary", "no"),
+    "set_relative_P": ("set_relative_p", "binary", "no"),
+    "set_map": ("set_map", "binary", "no"),
+    "set_F": ("set_f", "binary", "no"),
 }
 _IRM = {
     "P": ("precision", "binary", "required"),
@@ -107,6 +114,12 @@ _IRM = {
     "Rprec": ("rprec", "binary", "no"),
     "Bpref": ("bpref", "binary", "no"),
     "RBP": ("rbp", "linear", "optional"),
+    "Judged": ("judged", "binary", "required"),
+    "SetP": ("set_p", "binary", "no"),
+    "SetR": ("set_recall", "binary", "no"),
+    "SetRelP": ("set_relative_p", "binary", "no"),
+    "SetAP": ("set_map", "binary", "no"),
+    "SetF": ("set_f", "binary", "no"),
 }
 
 _RANX_RE = re.compile(r"^(?P<base>[a-z_\-0-9]+?)(?:@(?P<k>-?[^-]+))?(?:-l(?P<level>-?\d+))?$")
@@ -156,7 +169,7 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
         return MetricSpec(name, "rbp", None, level, "linear", level, _persistence(float("0." + m["p"]), name))
 
     m = _IRM_RE.match(text)
-    bare_ok = ("RBP", "Bpref", "Rprec", "AP", "RR", "nDCG")  # ir_measures names that stand without @k
+    bare_ok = ("RBP", "Bpref", "Rprec", "AP", "RR", "nDCG", "SetP", "SetR", "SetRelP", "SetAP", "SetF")  # no @k
     if m and m["base"] in _IRM and (m["params"] is not None or m["k"] is not None or m["base"] in bare_ok):
         family, gain, takes = _IRM[m["base"]]
         params = _parse_irm_params(m["params"] or "", name)

@@ -11,6 +11,8 @@ ap                `ap`                                   `ap.ap_moments`
 dcg, ndcg         `dcg`                                  `dcg.weighted_moments`
 rbp               `rbp`: DCG's kernel, geometric weights `dcg.weighted_moments`
 bpref             `bpref`                                `bpref.bpref_moments`
+judged            `judged`: Hits of judged documents     `hits.hits_moments`
+set_p, ...        `sets`: trec_eval's set measures       none (tie-independent)
 ================  =====================================  ==========================
 
 Each module holds the closed forms, a line or two of derivation, references, and
@@ -27,7 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import ap, bpref, dcg, hits, rbp, rr, success
+from . import ap, bpref, dcg, hits, judged, rbp, rr, sets, success
 from .common import Judged, Params
 
 #: family name (`tieaware.metrics.FAMILIES`) -> function(judged, params) -> (Q, 5) array of
@@ -45,6 +47,12 @@ FAMILIES: dict[str, Callable[[Judged, Params], np.ndarray]] = {
     "ndcg": dcg.ndcg,
     "rbp": rbp.rbp,
     "bpref": bpref.bpref,
+    "judged": judged.judged,
+    "set_p": sets.set_measure("p"),
+    "set_recall": sets.set_measure("recall"),
+    "set_relative_p": sets.set_measure("relative_p"),
+    "set_map": sets.set_measure("map"),
+    "set_f": sets.set_measure("f"),
 }
 
 
