@@ -34,7 +34,8 @@ def metric_stats(lists: RankedLists | Judged, spec: MetricSpec, oblivious: str =
 
 def evaluate(qrels, run, metrics, return_mean: bool = True, return_std: bool = False, threads: int = 0,
              save_results_in_run: bool = False, make_comparable: bool = False, *,
-             oblivious: str = "trec_eval", relevance_level: int = 1):
+             oblivious: str = "trec_eval", relevance_level: int = 1, stream: bool | int = False,
+             per_query_out=None):
     """Tie-aware evaluation; the same call as ``ranx.evaluate``.
 
     For every query and metric it computes, exactly and without sampling, the
@@ -67,6 +68,13 @@ def evaluate(qrels, run, metrics, return_mean: bool = True, return_std: bool = F
             ir_measures, MTEB: score desc, doc id desc), "ranx" (ranx.evaluate on this
             same object), or "input" (first given first).
         relevance_level: judgments >= this are relevant unless the name sets its own.
+        stream: for a TREC run file larger than memory: read it in chunks of whole queries
+            (True: 1,000 queries a chunk; an int: that many), so memory grows with the
+            chunk, not the run. Results equal the in-memory path exactly. A file not
+            grouped by query is partitioned by query first (`tieaware.streaming`).
+        per_query_out: a path; per-query rows (metric, query, statistics) are written there
+            as TSV as they are produced (``.parquet``: Parquet at the end), for
+            `tieaware.streaming.merge` of sharded evaluations.
 
     Returns:
         One `MetricResult` (a float) for one metric name, else an
@@ -81,14 +89,22 @@ def evaluate(qrels, run, metrics, return_mean: bool = True, return_std: bool = F
     """
     _check_arguments(oblivious, relevance_level, threads)
     specs = parse_metrics(metrics, relevance_level)
-    lists = ranked_lists(qrels, run, make_comparable)
-    if not lists.query_ids:
+    if stream:
+        from .streaming import evaluate_stream
+
+        query_ids, frames = evaluate_stream(qrels, run, specs, make_comparable, oblivious,
+                                            chunk_queries=None if stream is True else stream,
+                                            per_query_out=per_query_out)
+    else:
+        query_ids, frames = per_query_frames(qrels, run, specs, make_comparable, oblivious)
+        if per_query_out is not None:
+            from .streaming import write_per_query
+
+            write_per_query(per_query_out, frames, oblivious, append=False)
+    if not query_ids:
         warnings.warn("No queries to evaluate (empty qrels and run): every result is NaN.", RuntimeWarning,
                       stacklevel=2)
-    judged = judged_lists(lists, oblivious)
-    results = {spec.name: MetricResult(spec.name, per_query_frame(lists.query_ids, _finite_stats(lists, judged, spec)),
-                                       oblivious)
-               for spec in specs}
+    results = {spec.name: MetricResult(spec.name, frames[spec.name], oblivious) for spec in specs}
     if save_results_in_run:
         _save_in_run(run, results)
     if not return_mean:
@@ -98,6 +114,14 @@ def evaluate(qrels, run, metrics, return_mean: bool = True, return_std: bool = F
     else:
         out = EvaluationReport(results)
     return next(iter(out.values())) if isinstance(metrics, str) else out
+
+
+def per_query_frames(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str):
+    """(query ids, {metric name: per-query DataFrame}) of one qrels/run pair held in memory."""
+    lists = ranked_lists(qrels, run, make_comparable)
+    judged = judged_lists(lists, oblivious)
+    return lists.query_ids, {spec.name: per_query_frame(lists.query_ids, _finite_stats(lists, judged, spec))
+                             for spec in specs}
 
 
 def _check_arguments(oblivious, relevance_level, threads) -> None:

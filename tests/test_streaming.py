@@ -1,0 +1,98 @@
+"""Runs larger than memory: `evaluate(..., stream=...)` reads whole queries chunk by chunk and gives
+exactly the in-memory numbers; per-query tables of shards merge into the single-run report."""
+import gzip
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tieaware
+from tieaware.errors import QueryMismatchError
+from tieaware.streaming import merge
+
+METRICS = ["ndcg@10", "mrr@10", "map@100", "P@5", "bpref", "Judged@5"]
+
+
+def _data(n_queries=12, n_docs=30, seed=3):
+    rng = np.random.default_rng(seed)
+    qrels, run = {}, {}
+    for q in range(n_queries):
+        docs = [f"d{i}" for i in rng.choice(200, n_docs, replace=False)]
+        run[f"q{q}"] = {d: float(s) for d, s in zip(docs, rng.integers(0, 6, n_docs) / 4)}  # many ties
+        qrels[f"q{q}"] = {d: int(rng.integers(0, 3)) for d in rng.choice(docs, 8, replace=False)}
+    return qrels, run
+
+
+def _write(path, run, order=None):
+    lines = [f"{q} Q0 {d} {r} {s!r} tag" for q in (order or run) for r, (d, s) in enumerate(run[q].items(), 1)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _assert_same(streamed, in_memory):
+    for name in METRICS:
+        pd.testing.assert_frame_equal(streamed[name].per_query, in_memory[name].per_query)
+        assert float(streamed[name]) == float(in_memory[name])
+        assert (streamed[name].min, streamed[name].max, streamed[name].oblivious, streamed[name].tie_std) == \
+            (in_memory[name].min, in_memory[name].max, in_memory[name].oblivious, in_memory[name].tie_std)
+
+
+@pytest.mark.parametrize("oblivious", ["trec_eval", "input", "ranx"])
+@pytest.mark.parametrize("chunk", [1, 5, True])
+def test_streamed_equals_in_memory(tmp_path, oblivious, chunk):
+    qrels, run = _data()
+    path = _write(tmp_path / "run.trec", run)
+    in_memory = tieaware.evaluate(qrels, str(path), METRICS, oblivious=oblivious)
+    _assert_same(tieaware.evaluate(qrels, str(path), METRICS, oblivious=oblivious, stream=chunk), in_memory)
+
+
+def test_unsorted_and_compressed_files(tmp_path):
+    qrels, run = _data()
+    lines = [f"{q} Q0 {d} 1 {s!r} t" for q in run for d, s in run[q].items()]
+    shuffled = [lines[i] for i in np.random.default_rng(0).permutation(len(lines))]
+    path = tmp_path / "run.trec.gz"
+    path.write_bytes(gzip.compress(("\n".join(shuffled) + "\n").encode()))
+    in_memory = tieaware.evaluate(qrels, str(path), METRICS)
+    with pytest.warns(RuntimeWarning, match="not grouped by query"):
+        streamed = tieaware.evaluate(qrels, str(path), METRICS, stream=3)
+    _assert_same(streamed, in_memory)
+
+
+def test_query_mismatch_and_make_comparable_as_in_memory(tmp_path):
+    qrels, run = _data()
+    qrels["only_in_qrels"] = {"x": 1}
+    run["only_in_run"] = {"d1": 1.0}
+    path = _write(tmp_path / "run.trec", run)
+    with pytest.raises(QueryMismatchError) as streamed_error:
+        tieaware.evaluate(qrels, str(path), METRICS, stream=4)
+    with pytest.raises(QueryMismatchError) as memory_error:
+        tieaware.evaluate(qrels, str(path), METRICS)
+    assert (streamed_error.value.missing, streamed_error.value.extra) == \
+        (memory_error.value.missing, memory_error.value.extra)
+    _assert_same(tieaware.evaluate(qrels, str(path), METRICS, stream=4, make_comparable=True),
+                 tieaware.evaluate(qrels, str(path), METRICS, make_comparable=True))
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".parquet"])
+def test_shards_merge_into_the_single_run_report(tmp_path, suffix):
+    qrels, run = _data()
+    queries = list(run)
+    shards = [queries[:5], queries[5:]]
+    tables = []
+    for i, shard in enumerate(shards):
+        path = _write(tmp_path / f"shard{i}.trec", {q: run[q] for q in shard})
+        table = tmp_path / f"shard{i}{suffix}"
+        tieaware.evaluate({q: qrels[q] for q in shard}, str(path), METRICS, stream=2, per_query_out=table)
+        tables.append(table)
+    merged = merge(tables)
+    whole = tieaware.evaluate(qrels, str(_write(tmp_path / "all.trec", run)), METRICS)
+    assert list(merged) == METRICS
+    _assert_same(merged, whole)
+    with pytest.raises(tieaware.InputError, match="more than one table"):
+        merge([tables[0], tables[0]])
+
+
+def test_stream_needs_a_file():
+    qrels, run = _data()
+    with pytest.raises(tieaware.InputError, match="stream=True reads a TREC run file"):
+        tieaware.evaluate(qrels, run, METRICS, stream=True)
