@@ -219,7 +219,7 @@ def test_relevance_level_keyword_and_suffix():
 
 
 @pytest.mark.parametrize("name,message", [
-    ("ndcg@0", "positive"), ("P.0", "positive"), ("ndcg@x", "not an integer"), ("P", "needs a cutoff"),
+    ("ndcg@0", "positive"), ("P.0", "positive"), ("ndcg@x", "not an integer"), ("Judged", "needs a cutoff"),
     ("Rprec@5", "takes no cutoff"), ("nope@10", "Supported"), ("RBP(p=2)", r"\(0, 1\)"), ("P(foo)@5", "key=value"),
 ])
 def test_bad_metric_names(name, message):

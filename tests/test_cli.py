@@ -137,7 +137,7 @@ def test_fail_range_above(capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["-m", "ndcg@ten"], "cutoff 'ten' is not an integer"),
-    (["-m", "foo@10"], "Supported: ranx: hits@k"),
+    (["-m", "foo@10"], "Supported: ranx: hits[@k]"),
 ])
 def test_unknown_metric(capsys, args, message):
     assert main(["eval", str(QRELS), str(FP32)] + args) == 2

@@ -347,6 +347,27 @@ def _add_qrels_runs_metrics(parser: argparse.ArgumentParser, metric_help: str) -
                         metavar="METRIC", help=metric_help)
 
 
+class _ListMetrics(argparse.Action):
+    """``--list-metrics``: the metric registry as a table, then exit (before other arguments are checked)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .metrics import list_metrics
+
+        rows = list_metrics()
+        widths = {key: max(len(key), *(len(row[key]) for row in rows)) for key in rows[0]}
+        lines = ["  ".join(key.ljust(widths[key]) for key in rows[0]).rstrip()]
+        lines += ["  ".join(value.ljust(widths[key]) for key, value in row.items()).rstrip() for row in rows]
+        try:
+            sys.stdout.write("\n".join(lines) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:  # `tieaware eval --list-metrics | head`
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tieaware", description="Tie-aware retrieval evaluation: E[M], min, max, range, bias and variance "
@@ -357,7 +378,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "P.5,10 lists cutoffs); repeat -m or give several names")
 
     ev = commands.add_parser("eval", parents=[common], help="evaluate runs tie-aware",
-                             description="Evaluate runs: E[M], oblivious value, min, max, range, bias, std.")
+                             description="Evaluate runs: E[M], oblivious value, min, max, range, bias, tie_std.")
+    ev.add_argument("--list-metrics", action=_ListMetrics, help="print every metric name tieaware reads and exit")
     _add_qrels_runs_metrics(ev, metric_help)
     ev.add_argument("-q", "--per-query", action="store_true", help="per-query values too (query 'all': the mean)")
     ev.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default="table",

@@ -78,7 +78,8 @@ def evaluate(qrels, run, metrics, return_mean: bool = True, return_std: bool = F
 
     Returns:
         One `MetricResult` (a float) for one metric name, else an
-        `EvaluationReport` (a dict keyed by the names given).
+        `EvaluationReport` (a dict keyed by the names given; a name that expands,
+        such as trec_eval's ``P`` or ``P.5,10``, gives one entry per member).
 
     Examples:
         >>> qrels = {"q1": {"d1": 1}}
@@ -113,7 +114,8 @@ def evaluate(qrels, run, metrics, return_mean: bool = True, return_std: bool = F
         out = {name: {"mean": r, "std": float(r.per_query["expected"].std(ddof=0))} for name, r in results.items()}
     else:
         out = EvaluationReport(results)
-    return next(iter(out.values())) if isinstance(metrics, str) else out
+    single = len(specs) == 1 and (isinstance(metrics, str) or type(metrics).__module__.startswith("ir_measures"))
+    return next(iter(out.values())) if single else out
 
 
 def per_query_frames(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str):

@@ -1,23 +1,9 @@
 """Metric names in the three syntaxes users already type, parsed to `MetricSpec`.
 
-=================  ======================  =========================  ==============================
-family             ranx                    trec_eval / pytrec_eval    ir_measures
-=================  ======================  =========================  ==============================
-hits               ``hits@k``              --                         --
-success            ``hit_rate@k``          ``success.k``              ``Success@k``
-precision          ``precision@k``         ``P.k``                    ``P@k``
-recall             ``recall@k``            ``recall.k``               ``R@k``
-f1                 ``f1@k``                --                         --
-rprec              ``r-precision``         ``Rprec``                  ``Rprec``
-rr                 ``mrr``, ``mrr@k``      ``recip_rank``             ``RR``, ``RR@k``
-ap                 ``map``, ``map@k``      ``map``, ``map_cut.k``     ``AP``, ``AP@k``
-ndcg (linear)      ``ndcg@k``              ``ndcg``, ``ndcg_cut.k``   ``nDCG``, ``nDCG@k``
-ndcg (2^rel - 1)   ``ndcg_burges@k``       --                         --
-dcg                ``dcg@k``               --                         --
-dcg (2^rel - 1)    ``dcg_burges@k``        --                         --
-bpref              ``bpref``               ``bpref``                  ``Bpref``
-rbp                ``rbp.95``              --                         ``RBP(p=0.95)``
-=================  ======================  =========================  ==============================
+Every name, its syntaxes, cutoff and parameters are declared once, in
+`REGISTRY`; the parser, the "unknown metric" message, `list_metrics` (and
+``tieaware eval --list-metrics``) and the README's metric table
+(`markdown_table`) are all generated from it.
 
 trec_eval names also parse with ``_`` instead of ``.`` (``ndcg_cut_10``, the keys
 pytrec_eval returns). The relevance level comes from ranx's ``-lN`` suffix
@@ -71,73 +57,171 @@ class MetricSpec:
                           self.persistence)
 
 
-# name -> (family, gain, takes_cutoff: "no" | "optional" | "required")
-_RANX = {
-    "hits": ("hits", "binary", "optional"),
-    "hit_rate": ("success", "binary", "optional"),
-    "precision": ("precision", "binary", "optional"),
-    "recall": ("recall", "binary", "optional"),
-    "f1": ("f1", "binary", "optional"),
-    "r-precision": ("rprec", "binary", "no"),
-    "mrr": ("rr", "binary", "optional"),
-    "map": ("ap", "binary", "optional"),
-    "dcg": ("dcg", "linear", "optional"),
-    "dcg_burges": ("dcg", "exp", "optional"),
-    "ndcg": ("ndcg", "linear", "optional"),
-    "ndcg_burges": ("ndcg", "exp", "optional"),
-    "bpref": ("bpref", "binary", "no"),
+@dataclass(frozen=True)
+class Name:
+    """One name a tool's users type for a measure.
+
+    Attributes:
+        syntax: "ranx", "trec_eval" or "ir_measures".
+        name: the base name (``ndcg``, ``ndcg_cut``, ``nDCG``).
+        family: the `FAMILIES` member it computes.
+        gain: "binary", "linear" or "exp".
+        cutoff: "no", "optional" or "required".
+        params: ir_measures parameters it takes besides the cutoff (``rel``, ``p``).
+        aliases: other base names of the same syntax (ir_measures' ``MAP`` for ``AP``).
+        description: one line for listings.
+    """
+
+    syntax: str
+    name: str
+    family: str
+    gain: str = "binary"
+    cutoff: str = "optional"
+    params: tuple = ("rel",)
+    aliases: tuple = ()
+    description: str = ""
+
+
+#: Every supported name, in every syntax (ranx, trec_eval / pytrec_eval, ir_measures).
+REGISTRY = (
+    Name("ranx", "hits", "hits", description="relevant documents in the top k"),
+    Name("ranx", "hit_rate", "success", description="1 if a relevant document is in the top k"),
+    Name("trec_eval", "success", "success", cutoff="required",
+         description="1 if a relevant document is in the top k"),
+    Name("ir_measures", "Success", "success", cutoff="required",
+         description="1 if a relevant document is in the top k"),
+    Name("ranx", "precision", "precision", description="relevant share of the top k (divides by k)"),
+    Name("trec_eval", "P", "precision", cutoff="required", description="relevant share of the top k (divides by k)"),
+    Name("ir_measures", "P", "precision", cutoff="required", aliases=("Precision",),
+         description="relevant share of the top k (divides by k)"),
+    Name("ranx", "recall", "recall", description="share of the relevant documents in the top k"),
+    Name("trec_eval", "recall", "recall", cutoff="required",
+         description="share of the relevant documents in the top k"),
+    Name("ir_measures", "R", "recall", cutoff="required", aliases=("Recall",),
+         description="share of the relevant documents in the top k"),
+    Name("ranx", "f1", "f1", description="harmonic mean of precision and recall at k"),
+    Name("ranx", "r-precision", "rprec", cutoff="no", description="precision at R, the number of relevant documents"),
+    Name("trec_eval", "Rprec", "rprec", cutoff="no", description="precision at R, the number of relevant documents"),
+    Name("ir_measures", "Rprec", "rprec", cutoff="no", aliases=("RPrec",),
+         description="precision at R, the number of relevant documents"),
+    Name("ranx", "mrr", "rr", description="reciprocal rank of the first relevant document"),
+    Name("trec_eval", "recip_rank", "rr", cutoff="no", description="reciprocal rank of the first relevant document"),
+    Name("ir_measures", "RR", "rr", aliases=("MRR",), description="reciprocal rank of the first relevant document"),
+    Name("ranx", "map", "ap", description="average precision (divides by R)"),
+    Name("trec_eval", "map", "ap", cutoff="no", description="average precision (divides by R)"),
+    Name("trec_eval", "map_cut", "ap", cutoff="required", description="average precision at k (divides by R)"),
+    Name("ir_measures", "AP", "ap", aliases=("MAP",), description="average precision (divides by R)"),
+    Name("ranx", "dcg", "dcg", gain="linear", description="discounted cumulative gain, gain = grade"),
+    Name("ranx", "dcg_burges", "dcg", gain="exp", description="discounted cumulative gain, gain = 2^grade - 1"),
+    Name("ranx", "ndcg", "ndcg", gain="linear", description="normalised DCG, gain = grade"),
+    Name("ranx", "ndcg_burges", "ndcg", gain="exp", description="normalised DCG, gain = 2^grade - 1"),
+    Name("trec_eval", "ndcg", "ndcg", gain="linear", cutoff="no", description="normalised DCG, gain = grade"),
+    Name("trec_eval", "ndcg_cut", "ndcg", gain="linear", cutoff="required", description="normalised DCG at k"),
+    Name("ir_measures", "nDCG", "ndcg", gain="linear", params=(), aliases=("NDCG",),
+         description="normalised DCG, gain = grade"),
+    Name("ranx", "bpref", "bpref", cutoff="no", description="binary preference (judged documents only)"),
+    Name("trec_eval", "bpref", "bpref", cutoff="no", description="binary preference (judged documents only)"),
+    Name("ir_measures", "Bpref", "bpref", cutoff="no", aliases=("BPref",),
+         description="binary preference (judged documents only)"),
+    Name("ir_measures", "RBP", "rbp", gain="linear", params=("rel", "p"),
+         description="rank-biased precision (ranx: rbp.95 for p = 0.95)"),
+    Name("ir_measures", "Judged", "judged", cutoff="required", params=(),
+         description="share of the top k with a judgment"),
+    Name("trec_eval", "set_P", "set_p", cutoff="no", description="relevant share of the retrieved set"),
+    Name("ir_measures", "SetP", "set_p", cutoff="no", description="relevant share of the retrieved set"),
+    Name("trec_eval", "set_recall", "set_recall", cutoff="no", description="recall of the retrieved set"),
+    Name("ir_measures", "SetR", "set_recall", cutoff="no", description="recall of the retrieved set"),
+    Name("trec_eval", "set_F", "set_f", cutoff="no", description="F1 of the retrieved set"),
+    Name("ir_measures", "SetF", "set_f", cutoff="no", description="F1 of the retrieved set"),
+    Name("trec_eval", "set_map", "set_map", cutoff="no", description="set precision x set recall"),
+    Name("ir_measures", "SetAP", "set_map", cutoff="no", description="set precision x set recall"),
+    Name("trec_eval", "set_relative_P", "set_relative_p", cutoff="no", description="relevant retrieved / min(n, R)"),
+    Name("ir_measures", "SetRelP", "set_relative_p", cutoff="no", description="relevant retrieved / min(n, R)"),
+)
+
+#: trec_eval's default cutoffs of a family named without one (``P`` -> P_5 ... P_1000).
+TREC_DEFAULT_CUTOFFS = {"P": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+                        "recall": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+                        "ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+                        "map_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000), "success": (1, 5, 10)}
+#: trec_eval's measure groups: the members tieaware computes, and those it leaves out (with why).
+TREC_GROUPS = {
+    "official": (["map", "Rprec", "bpref", "recip_rank", "P"],
+                 {"num_q, num_ret, num_rel, num_rel_ret": "counts are summed, not averaged, over queries",
+                  "gm_map": "the geometric mean over queries of a tie-aware expectation is not tie-aware",
+                  "iprec_at_recall": "interpolated precision has no exact tie-aware expectation here yet"}),
+    "all_trec": (["map", "map_cut", "Rprec", "bpref", "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "success",
+                  "set_P", "set_recall", "set_F", "set_map", "set_relative_P"],
+                 {"num_q, num_ret, num_rel, num_rel_ret": "counts are summed, not averaged, over queries",
+                  "gm_map, gm_bpref": "the geometric mean over queries of a tie-aware expectation is not tie-aware",
+                  "iprec_at_recall, 11pt_avg, infAP": "no exact tie-aware expectation here yet",
+                  "Rprec_mult, utility, relstring, G, binG, runid, relative_P, ndcg_rel, rbp, ERR":
+                      "not implemented yet"}),
 }
-_TREC = {
-    "P": ("precision", "binary", "required"),
-    "recall": ("recall", "binary", "required"),
-    "success": ("success", "binary", "required"),
-    "ndcg_cut": ("ndcg", "linear", "required"),
-    "map_cut": ("ap", "binary", "required"),
-    "ndcg": ("ndcg", "linear", "no"),
-    "map": ("ap", "binary", "no"),
-    "recip_rank": ("rr", "binary", "no"),
-    "Rprec": ("rprec", "binary", "no"),
-    "bpref": ("bpref", "binary", "no"),
-    "set_P": ("set_p", "binary", "no"),
-    "set_recall": ("set_recall", "binary", "no"),
-    "set_relative_P": ("set_relative_p", "binary", "no"),
-    "set_map": ("set_map", "binary", "no"),
-    "set_F": ("set_f", "binary", "no"),
-}
-_IRM = {
-    "P": ("precision", "binary", "required"),
-    "R": ("recall", "binary", "required"),
-    "Success": ("success", "binary", "required"),
-    "nDCG": ("ndcg", "linear", "optional"),
-    "AP": ("ap", "binary", "optional"),
-    "RR": ("rr", "binary", "optional"),
-    "Rprec": ("rprec", "binary", "no"),
-    "Bpref": ("bpref", "binary", "no"),
-    "RBP": ("rbp", "linear", "optional"),
-    "Judged": ("judged", "binary", "required"),
-    "SetP": ("set_p", "binary", "no"),
-    "SetR": ("set_recall", "binary", "no"),
-    "SetRelP": ("set_relative_p", "binary", "no"),
-    "SetAP": ("set_map", "binary", "no"),
-    "SetF": ("set_f", "binary", "no"),
-}
+
+
+def _table(syntax: str) -> dict:
+    """{base name or alias: Name} of one syntax."""
+    table = {}
+    for entry in REGISTRY:
+        if entry.syntax == syntax:
+            for name in (entry.name, *entry.aliases):
+                table[name] = entry
+    return table
+
+
+_RANX, _TREC, _IRM = _table("ranx"), _table("trec_eval"), _table("ir_measures")
+
+
+def list_metrics() -> list[dict]:
+    """Every supported name: syntax, name (as typed: ``ndcg@k``, ``ndcg_cut.k``, ``nDCG@k``), family,
+    aliases and description; what ``tieaware eval --list-metrics`` prints."""
+    rows = [{"syntax": e.syntax, "name": _typed(e), "family": e.family, "aliases": ", ".join(e.aliases),
+             "description": e.description} for e in REGISTRY]
+    rows.append({"syntax": "ranx", "name": "rbp.P", "family": "rbp", "aliases": "",
+                 "description": "rank-biased precision with p = 0.P (rbp.95)"})
+    return rows
+
+
+def _typed(entry: Name) -> str:
+    if entry.cutoff == "no":
+        return entry.name
+    suffix = ".k" if entry.syntax == "trec_eval" else "@k"
+    return entry.name + (suffix if entry.cutoff == "required" else f"[{suffix}]")
+
+
+def markdown_table() -> str:
+    """The README's metric table: one row per family (and gain), one column per syntax."""
+    rows: dict = {}
+    for entry in REGISTRY:
+        key = (entry.family, entry.gain)
+        row = rows.setdefault(key, {"ranx": [], "trec_eval": [], "ir_measures": [], "description": entry.description})
+        aliases = "".join(f", `{alias}`" for alias in entry.aliases)
+        row[entry.syntax].append(f"`{_typed(entry)}`{aliases}")
+    rows[("rbp", "linear")]["ranx"].append("`rbp.95`")
+    lines = ["| family | ranx | trec_eval / pytrec_eval | ir_measures | what it measures |", "|---|---|---|---|---|"]
+    for (family, gain), row in rows.items():
+        label = family if gain in ("binary", "linear") else f"{family} (2^grade - 1)"
+        lines.append(f"| {label} | {', '.join(row['ranx'])} | {', '.join(row['trec_eval'])} | "
+                     f"{', '.join(row['ir_measures'])} | {row['description']} |")
+    return "\n".join(lines)
+
 
 _RANX_RE = re.compile(r"^(?P<base>[a-z_\-0-9]+?)(?:@(?P<k>-?[^-]+))?(?:-l(?P<level>-?\d+))?$")
 _RANX_RBP_RE = re.compile(r"^rbp[.@](?P<p>\d+)(?:-l(?P<level>-?\d+))?$")
-_TREC_RE = re.compile(r"^(?P<base>[A-Za-z_]+?)(?:[._](?P<k>\d[^.]*))?$")
+_TREC_RE = re.compile(r"^(?P<base>[A-Za-z_]+?)(?:[._](?P<k>\d[\d.]*))?$")
 _IRM_RE = re.compile(r"^(?P<base>[A-Za-z]+)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>.+))?$")
 
 
 def _supported_names() -> str:
-    return (
-        "ranx: " + ", ".join(f"{n}@k" if c != "no" else n for n, (_, _, c) in _RANX.items()) + ", rbp.P; "
-        "trec_eval: " + ", ".join(f"{n}.k" if c == "required" else n for n, (_, _, c) in _TREC.items()) + "; "
-        "ir_measures: " + ", ".join(f"{n}@k" if c != "no" else n for n, (_, _, c) in _IRM.items())
-        + ", RBP(p=0.8); suffix -lN (ranx) or (rel=N) (ir_measures) sets the relevance level"
-    )
+    parts = []
+    for syntax in ("ranx", "trec_eval", "ir_measures"):
+        parts.append(f"{syntax}: " + ", ".join(_typed(e) for e in REGISTRY if e.syntax == syntax))
+    return ("; ".join(parts) + "; ranx also rbp.95; suffix -lN (ranx) or (rel=N) (ir_measures) sets the relevance "
+            "level; `tieaware eval --list-metrics` lists them all")
 
 
-def _parse_cutoff(text: str | None, name: str, takes: str) -> int | None:
+def _parse_cutoff(text: str | None, name: str, takes: str, syntax: str = "") -> int | None:
     if text is None:
         if takes == "required":
             raise UnknownMetricError(f"Metric {name!r} needs a cutoff, e.g. {name}@10 or {name}.10.")
@@ -147,6 +231,10 @@ def _parse_cutoff(text: str | None, name: str, takes: str) -> int | None:
     try:
         k = int(text)
     except ValueError:
+        k = None
+    if k is None and syntax == "trec_eval" and re.fullmatch(r"\d+\.\d*", text):
+        k = int(float(text))  # trec_eval reads cutoffs with atol: ndcg_cut.23.4 is ndcg_cut.23
+    if k is None:
         raise UnknownMetricError(f"Metric {name!r}: cutoff {text!r} is not an integer.") from None
     if k <= 0:
         raise UnknownMetricError(f"Metric {name!r}: cutoff k must be a positive integer, got {k}.")
@@ -169,38 +257,46 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
         return MetricSpec(name, "rbp", None, level, "linear", level, _persistence(float("0." + m["p"]), name))
 
     m = _IRM_RE.match(text)
-    bare_ok = ("RBP", "Bpref", "Rprec", "AP", "RR", "nDCG", "SetP", "SetR", "SetRelP", "SetAP", "SetF")  # no @k
-    if m and m["base"] in _IRM and (m["params"] is not None or m["k"] is not None or m["base"] in bare_ok):
-        family, gain, takes = _IRM[m["base"]]
+    entry = _IRM.get(m["base"]) if m else None
+    if entry is not None and (m["params"] is not None or m["k"] is not None or entry.cutoff != "required"):
         params = _parse_irm_params(m["params"] or "", name)
+        misplaced = sorted(set(params) - set(entry.params))
+        if misplaced:
+            takes = list(entry.params) + (["a cutoff @k"] if entry.cutoff != "no" else [])
+            raise UnknownMetricError(f"Metric {name!r}: {entry.name} takes no parameter {', '.join(misplaced)} "
+                                     f"(it takes {', '.join(takes) or 'nothing'}), as in ir_measures.")
         level = params.pop("rel", None)
         p = params.pop("p", 0.8)
-        if params:
-            raise UnknownMetricError(f"Metric {name!r}: unsupported parameter(s) {sorted(params)}.")
-        k = _parse_cutoff(m["k"], name, takes)
-        if family == "rbp":
+        k = _parse_cutoff(m["k"], name, entry.cutoff, "ir_measures")
+        if entry.family == "rbp":
             if level is not None:  # ir_measures: RBP(rel=N) is binary at level N
                 return MetricSpec(name, "rbp", k, level, "binary", None, p)
             return MetricSpec(name, "rbp", k, relevance_level, "linear", None, p)
-        return MetricSpec(name, family, k, relevance_level if level is None else level, gain, None)
+        return MetricSpec(name, entry.family, k, relevance_level if level is None else level, entry.gain, None)
 
     m = _TREC_RE.match(text)
-    if m and m["base"] in _TREC and (m["k"] is not None or _TREC[m["base"]][2] != "required"):
-        family, gain, takes = _TREC[m["base"]]
-        if m["k"] is not None and takes != "no":
-            return MetricSpec(name, family, _parse_cutoff(m["k"], name, takes), relevance_level, gain, None)
+    entry = _TREC.get(m["base"]) if m else None
+    if entry is not None and (m["k"] is not None or entry.cutoff != "required"):
+        if m["k"] is not None and entry.cutoff != "no":
+            k = _parse_cutoff(m["k"], name, entry.cutoff, "trec_eval")
+            return MetricSpec(name, entry.family, k, relevance_level, entry.gain, None)
         if m["k"] is None:
-            return MetricSpec(name, family, None, relevance_level, gain, None)
+            return MetricSpec(name, entry.family, None, relevance_level, entry.gain, None)
 
     m = _RANX_RE.match(text)
-    if m and m["base"] in _RANX:
-        family, gain, takes = _RANX[m["base"]]
+    entry = _RANX.get(m["base"]) if m else None
+    if entry is not None:
         level = int(m["level"]) if m["level"] is not None else relevance_level
-        k = _parse_cutoff(m["k"], name, takes)
-        return MetricSpec(name, family, k, level, gain, level if gain != "binary" else None)
+        k = _parse_cutoff(m["k"], name, entry.cutoff, "ranx")
+        return MetricSpec(name, entry.family, k, level, entry.gain, level if entry.gain != "binary" else None)
 
-    if _TREC.get(text, ("", "", ""))[2] == "required" or _IRM.get(text, ("", "", ""))[2] == "required":
-        _parse_cutoff(None, name, "required")
+    for table in (_TREC, _IRM):
+        if text in table and table[text].cutoff == "required":
+            _parse_cutoff(None, name, "required")
+    without_cutoff = re.split(r"[@(]|[._](?=\d)", text, maxsplit=1)[0]  # ERR@10, iprec_at_recall_0.10
+    for candidate in (text, without_cutoff):
+        if candidate in NOT_OFFERED:
+            raise UnknownMetricError(f"Metric {name!r} is not offered: {NOT_OFFERED[candidate]}.")
     raise UnknownMetricError(f"Unknown metric {name!r}. Supported: {_supported_names()}.")
 
 
@@ -210,6 +306,9 @@ def _parse_irm_params(text: str, name: str) -> dict:
         key, sep, value = part.partition("=")
         if not sep:
             raise UnknownMetricError(f"Metric {name!r}: parameter {part!r} is not key=value.")
+        if key.strip() in _UNSUPPORTED_IRM_PARAMS:
+            raise UnknownMetricError(f"Metric {name!r}: ir_measures' {key.strip()}= is not supported by tieaware yet "
+                                     "(its exact tie-aware statistics are not implemented).")
         if key.strip() in params:
             raise UnknownMetricError(f"Metric {name!r}: parameter {key.strip()!r} is given twice.")
         try:
@@ -228,11 +327,67 @@ def _persistence(p: float, name: str) -> float:
     return p
 
 
+#: Names users type that tieaware does not compute, and why (the error message says so).
+NOT_OFFERED = {
+    **dict.fromkeys(("iprec_at_recall", "11pt_avg", "IPrec"), "interpolated precision has no exact tie-aware "
+                    "expectation implemented yet"),
+    "infAP": "inferred AP's sampling estimate has no exact tie-aware expectation implemented yet",
+    **dict.fromkeys(("gm_map", "gm_bpref"), "a geometric mean over queries of per-query expectations is not the "
+                    "expectation of the geometric mean"),
+    **dict.fromkeys(("ERR", "err"), "ERR's exact expectation over tie orders is not implemented yet"),
+    "rbp": "trec_eval 10's rbp (grades rescaled to [0, 1]) is not implemented yet; RBP(p=...) and rbp.95 are",
+    **dict.fromkeys(("num_q", "num_ret", "num_rel", "num_rel_ret", "NumQ", "NumRet", "NumRel", "NumRelRet"),
+                    "counts are summed over queries, not averaged; they do not depend on tie order"),
+}
+#: ir_measures parameters that tieaware does not implement (an error says so, never silently ignored).
+_UNSUPPORTED_IRM_PARAMS = ("judged_only", "dcg", "gains", "beta")
+_CUTOFF_LIST = re.compile(r"(?P<base>[A-Za-z_]+[._])(?P<ks>\d+(?:,\d+)+)")
+
+
+def expand_names(metrics) -> list[str]:
+    """Metric names as trec_eval users write them, one name each: ``P.5,10`` -> ``P.5``, ``P.10``;
+    a trec_eval family without cutoff (``P``, ``ndcg_cut``, ``map_cut``, ``success``) -> its default
+    cutoffs, named as pytrec_eval keys them (``P_5`` ... ``P_1000``); ``official`` / ``all_trec`` ->
+    the members tieaware computes, with a warning naming those left out (and why). ir_measures
+    measure objects become their names (``str(nDCG@10)``). Other names pass through."""
+    names = [metrics] if isinstance(metrics, str) or _is_ir_measure(metrics) else list(metrics)
+    out: list[str] = []
+    for name in names:
+        if _is_ir_measure(name):
+            name = str(name)
+        if not isinstance(name, str):
+            raise UnknownMetricError(f"Metric names are strings, got {name!r} ({type(name).__name__}).")
+        out.extend(_expand_one(name.strip()))
+    return out
+
+
+def _is_ir_measure(obj) -> bool:
+    return type(obj).__module__.startswith("ir_measures") and hasattr(obj, "NAME")
+
+
+def _expand_one(name: str) -> list[str]:
+    listed = _CUTOFF_LIST.fullmatch(name)
+    if listed:
+        return [listed["base"] + k for k in listed["ks"].split(",")]
+    if name in ("P", "ndcg_cut", "map_cut", "success"):
+        return [f"{name}_{k}" for k in TREC_DEFAULT_CUTOFFS[name]]
+    if name in TREC_GROUPS:
+        import warnings
+
+        members, left_out = TREC_GROUPS[name]
+        warnings.warn(f"trec_eval's {name!r} measures that tieaware does not compute were left out: "
+                      + "; ".join(f"{names} ({why})" for names, why in left_out.items()), UserWarning, stacklevel=4)
+        return [n for member in members for n in (_expand_one(member) if member != "recall" else
+                                                   [f"recall_{k}" for k in TREC_DEFAULT_CUTOFFS["recall"]])]
+    return [name]
+
+
 def parse_metrics(metrics, relevance_level: float = 1) -> list[MetricSpec]:
-    """Parse a metric name or a list of names; duplicates are an error."""
-    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    """Parse a metric name or a list of names (see `expand_names`); duplicates are an error."""
+    names = expand_names(metrics)
     if not names:
         raise UnknownMetricError("No metric given.")
     if len(set(names)) != len(names):
-        raise UnknownMetricError(f"Metric names repeat: {names}.")
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        raise UnknownMetricError(f"Metric names repeat: {repeated}.")
     return [parse_metric(n, relevance_level) for n in names]
