@@ -1,6 +1,7 @@
 """Runs larger than memory: `evaluate(..., stream=...)` reads whole queries chunk by chunk and gives
 exactly the in-memory numbers; per-query tables of shards merge into the single-run report."""
 import gzip
+import json
 
 import numpy as np
 import pandas as pd
@@ -96,3 +97,26 @@ def test_stream_needs_a_file():
     qrels, run = _data()
     with pytest.raises(tieaware.InputError, match="stream=True reads a TREC run file"):
         tieaware.evaluate(qrels, run, METRICS, stream=True)
+
+
+def test_cli_stream_per_query_out_and_merge(tmp_path, capsys):
+    from tieaware.cli import main
+
+    qrels, run = _data()
+    qrels_path = tmp_path / "qrels.trec"
+    qrels_path.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
+    queries = list(run)
+    tables = []
+    for i, shard in enumerate((queries[:6], queries[6:])):
+        shard_qrels = tmp_path / f"qrels{i}.trec"
+        shard_qrels.write_text("".join(f"{q} 0 {d} {g}\n" for q in shard for d, g in qrels[q].items()))
+        path = _write(tmp_path / f"shard{i}.trec", {q: run[q] for q in shard})
+        tables.append(str(tmp_path / f"shard{i}.tsv"))
+        assert main(["eval", str(shard_qrels), str(path), "-m", "ndcg@10", "-m", "mrr@10", "--stream", "2",
+                     "--per-query-out", tables[-1], "-o", "json"]) == 0
+    capsys.readouterr()
+    assert main(["merge", *tables, "-o", "json"]) == 0
+    merged = {row["metric"]: row for row in json.loads(capsys.readouterr().out)}
+    whole = tieaware.evaluate(str(qrels_path), str(_write(tmp_path / "all.trec", run)), ["ndcg@10", "mrr@10"])
+    for name in ("ndcg@10", "mrr@10"):
+        assert merged[name]["expected"] == float(whole[name]) and merged[name]["range"] == whole[name].range

@@ -148,10 +148,14 @@ def cmd_eval(args) -> int:
     metrics = _metric_names(args.metrics, args.relevance_level)
     qrels = load_qrels(args.qrels)
     frames = []
+    if args.per_query_out and len(args.runs) > 1:
+        raise InputError("--per-query-out takes one run (write one table per run, then `tieaware merge` them).")
     for name, path in _progress(list(zip(_run_names(args.runs), args.runs)), "evaluating"):
         try:
-            report = evaluate(qrels, load_run(path), metrics, make_comparable=args.make_comparable,
-                              oblivious=args.oblivious, relevance_level=args.relevance_level)
+            report = evaluate(qrels, path if args.stream else load_run(path), metrics,
+                              make_comparable=args.make_comparable, oblivious=args.oblivious,
+                              relevance_level=args.relevance_level, stream=args.stream or False,
+                              per_query_out=args.per_query_out)
         except QueryMismatchError as exc:
             cli_error = QueryMismatchError(exc.missing, exc.extra, remedy="pass -c (--make-comparable)")
             raise InputError(f"run {path}: {cli_error}") from None
@@ -318,6 +322,15 @@ def cmd_score(args) -> int:
     return EXIT_OK
 
 
+def cmd_merge(args) -> int:
+    from .streaming import merge
+
+    report = merge(args.tables)
+    frame = report.to_dataframe()[SUMMARY_COLUMNS].reset_index()
+    _write_frame(frame, args.output, args.digits)
+    return EXIT_OK
+
+
 def cmd_warmup(args) -> int:
     from .warming import warmup
 
@@ -386,7 +399,20 @@ def build_parser() -> argparse.ArgumentParser:
                     help="table, tsv, csv, json (a list of objects) or trec (trec_eval's layout with E[M])")
     ev.add_argument("--fail-range-above", type=_non_negative, metavar="X",
                     help="exit 1 when the range of any mean (max - min over tie orders) exceeds X")
+    ev.add_argument("--stream", nargs="?", type=_positive_int, const=True, default=None, metavar="QUERIES",
+                    help="read each run in chunks of whole queries (default 1,000 a chunk): memory grows with "
+                    "the chunk, not the run; the numbers are the same")
+    ev.add_argument("--per-query-out", metavar="PATH",
+                    help="write per-query rows (TSV, or .parquet) as they are produced, for `tieaware merge`")
     ev.set_defaults(handler=cmd_eval)
+
+    mg = commands.add_parser("merge", help="combine per-query tables of shards into one report",
+                             description="Combine the --per-query-out tables of shards (disjoint sets of queries, "
+                             "evaluated one process each) into the report a single evaluation gives.")
+    mg.add_argument("tables", nargs="+", metavar="table")
+    mg.add_argument("-o", "--output", choices=("table", "tsv", "csv", "json"), default="table")
+    mg.add_argument("--digits", type=_digits, default=4, help="decimals in table output (0-15, default 4)")
+    mg.set_defaults(handler=cmd_merge)
 
     cp = commands.add_parser("compare", parents=[common], help="compare runs: significance and tie-order flips",
                              description="Runs x metrics with E[M], range and oblivious values, significance "
