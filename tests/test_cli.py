@@ -255,3 +255,18 @@ def test_score_writes_full_precision_run(tmp_path, capsys):
     assert written == reference  # repr round-trips every score, ties with the 5th kept
     assert main(args[:-2] + ["--out", str(out), "--scorer", "cross-encoder"]) == 2
     assert "--candidates" in capsys.readouterr().err
+
+
+def test_internal_errors_show_their_traceback_input_errors_one_line(monkeypatch, capsys):
+    import tieaware.cli as cli
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cli, "evaluate", broken)
+    with pytest.raises(RuntimeError, match="a bug"):  # not turned into exit code 2
+        main(["eval", str(QRELS), str(FP32), "-m", "ndcg@10"])
+    monkeypatch.undo()
+    assert main(["eval", str(QRELS), str(FP32), "-m", "ndgc@10"]) == 2
+    with pytest.raises(tieaware.UnknownMetricError):
+        main(["--traceback", "eval", str(QRELS), str(FP32), "-m", "ndgc@10"])

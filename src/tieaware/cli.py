@@ -1,7 +1,8 @@
 """`tieaware` console script: ``eval``, ``compare``, ``ties``, ``plot`` and ``score``.
 
 Exit codes: 0 success; 1 a check failed (``--fail-range-above``, ``--fail-on-flag``);
-2 bad input or usage, reported as one line on stderr. ``score`` imports torch
+2 bad input or usage, reported as one line on stderr (``tieaware --traceback ...``
+shows the traceback). Anything else is a bug and shows its traceback. ``score`` imports torch
 (the ``hps`` extra) when it runs; no other command does.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .comparison import DEFAULT_KS, STAT_TESTS, compare, plot_at_k
-from .errors import InputError, QueryMismatchError
+from .errors import InputError, QueryMismatchError, TieawareError
 from .evaluation import evaluate
 from .inputs import file_stem, load_qrels, load_run, open_text
 from .metrics import parse_metric
@@ -385,6 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tieaware", description="Tie-aware retrieval evaluation: E[M], min, max, range, bias and variance "
         "of IR metrics over all orderings of tied scores.")
+    parser.add_argument("--traceback", action="store_true",
+                        help="show the Python traceback of an input error too (other errors always show it)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = _evaluation_options()
     metric_help = ("metric names in ranx, trec_eval or ir_measures syntax (ndcg@10, ndcg_cut.10, nDCG@10; "
@@ -505,7 +508,9 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # e.g. `tieaware eval ... -q | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
-    except (ValueError, OSError, KeyError, ImportError) as exc:
+    except (TieawareError, ImportError, OSError) as exc:  # bad input, a missing extra, the file system
+        if args.traceback:
+            raise
         print(f"tieaware {args.command}: error: {_error_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
 

@@ -20,6 +20,17 @@ class MissingFileError(InputError, FileNotFoundError):
     ``FileNotFoundError``, so ``except OSError`` keeps working."""
 
 
+class MissingIdError(InputError, KeyError):
+    """A query or document id that is not where it must be (a ``KeyError`` too)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class InputTypeError(InputError, TypeError):
+    """An argument of the wrong type (a ``TypeError`` too)."""
+
+
 class UnknownMetricError(TieawareError):
     """A metric name in none of the supported syntaxes; the message lists them."""
 

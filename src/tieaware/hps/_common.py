@@ -10,6 +10,8 @@ import numpy as np
 import ranx
 import torch
 
+from ..errors import InputError, InputTypeError, MissingFileError, MissingIdError
+
 DTYPES = {
     "fp32": torch.float32, "float32": torch.float32,
     "fp16": torch.float16, "float16": torch.float16, "half": torch.float16,
@@ -33,7 +35,7 @@ def parse_dtype(dtype) -> torch.dtype | None:
         return dtype
     if isinstance(dtype, str) and dtype.lower() in DTYPES:
         return DTYPES[dtype.lower()]
-    raise ValueError(f"unknown dtype {dtype!r}: use 'fp32', 'fp16', 'bf16' or torch.float32/float16/bfloat16")
+    raise InputError(f"unknown dtype {dtype!r}: use 'fp32', 'fp16', 'bf16' or torch.float32/float16/bfloat16")
 
 
 def parse_hps(hps) -> str:
@@ -42,7 +44,7 @@ def parse_hps(hps) -> str:
         return "upcast" if hps else "none"
     if hps == "head":
         return "head"
-    raise ValueError(f"unknown hps mode {hps!r}: use False, True or 'head'")
+    raise InputError(f"unknown hps mode {hps!r}: use False, True or 'head'")
 
 
 def resolve_device(device) -> torch.device:
@@ -61,9 +63,9 @@ def load_model(model, tokenizer, auto_class, dtype: torch.dtype | None, device: 
         tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(model)
         model = auto_class.from_pretrained(model, dtype=dtype or torch.float32)
     elif tokenizer is None:
-        raise ValueError("a loaded model needs its tokenizer: pass tokenizer=...")
+        raise InputError("a loaded model needs its tokenizer: pass tokenizer=...")
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a local path or a torch module, not {type(model).__name__}")
+        raise InputTypeError(f"model must be a local path or a torch module, not {type(model).__name__}")
     model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
     return model.eval(), tokenizer
 
@@ -71,7 +73,7 @@ def load_model(model, tokenizer, auto_class, dtype: torch.dtype | None, device: 
 def length_sorted_batches(lengths, batch_size: int) -> Iterator[np.ndarray]:
     """Index batches, longest first: little padding per batch, and an out-of-memory shows up at once."""
     if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        raise InputError(f"batch_size must be >= 1, got {batch_size}")
     order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
     for start in range(0, len(order), batch_size):
         yield order[start:start + batch_size]
@@ -81,12 +83,12 @@ def check_queries(queries: Mapping, qids) -> None:
     """Every qid has a non-empty query text."""
     for qid in qids:
         if qid not in queries:
-            raise KeyError(f"query {qid!r} is not in queries")
+            raise MissingIdError(f"query {qid!r} is not in queries")
         text = queries[qid]
         if not isinstance(text, str):
-            raise TypeError(f"query {qid!r}: text must be a str, not {type(text).__name__}")
+            raise InputTypeError(f"query {qid!r}: text must be a str, not {type(text).__name__}")
         if not text.strip():
-            raise ValueError(f"query {qid!r} has an empty text")
+            raise InputError(f"query {qid!r} has an empty text")
 
 
 def check_docs(corpus: Mapping, docids, qid: str | None = None) -> None:
@@ -94,9 +96,9 @@ def check_docs(corpus: Mapping, docids, qid: str | None = None) -> None:
     for docid in docids:
         if docid not in corpus:
             where = f"candidate doc {docid!r} of query {qid!r}" if qid is not None else f"doc {docid!r}"
-            raise KeyError(f"{where} is not in the corpus")
+            raise MissingIdError(f"{where} is not in the corpus")
         if not isinstance(corpus[docid], str):
-            raise TypeError(f"doc {docid!r}: text must be a str, not {type(corpus[docid]).__name__}")
+            raise InputTypeError(f"doc {docid!r}: text must be a str, not {type(corpus[docid]).__name__}")
 
 
 def load_candidates(candidates) -> dict[str, list[str]]:
@@ -104,12 +106,13 @@ def load_candidates(candidates) -> dict[str, list[str]]:
     if isinstance(candidates, (str, os.PathLike)):
         path = Path(candidates)
         if not path.is_file():
-            raise FileNotFoundError(f"candidate run file not found: {path}")
+            raise MissingFileError(f"candidate run file not found: {path}")
         candidates = ranx.Run.from_file(str(path), kind="trec")
     if isinstance(candidates, ranx.Run):
         candidates = candidates.to_dict()
     if not isinstance(candidates, Mapping):
-        raise TypeError(f"candidates must be a ranx Run, a dict or a TREC run path, not {type(candidates).__name__}")
+        raise InputTypeError("candidates must be a ranx Run, a dict or a TREC run path, "
+                             f"not {type(candidates).__name__}")
     return {str(qid): [str(docid) for docid in docs] for qid, docs in candidates.items()}
 
 
@@ -124,7 +127,7 @@ def kth_largest_rows(scores: np.ndarray, k: int) -> np.ndarray:
 def keep_top_k_with_ties(scores: np.ndarray, k: int | None) -> np.ndarray:
     """Indices of the k best scores plus every score tied with the k-th (all when k is None or >= len)."""
     if k is not None and k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+        raise InputError(f"k must be >= 1, got {k}")
     if k is None or len(scores) <= k:
         return np.arange(len(scores))
     return np.flatnonzero(scores >= kth_largest_rows(scores[None], k)[0])
@@ -140,7 +143,7 @@ def build_run(scored: Mapping[str, tuple], name: str, k: int | None = None,
         scores = np.asarray(scores, dtype=np.float64)
         nan = np.flatnonzero(np.isnan(scores))
         if len(nan):
-            raise ValueError(f"NaN score for query {qid!r}, doc {docids[nan[0]]!r} "
+            raise InputError(f"NaN score for query {qid!r}, doc {docids[nan[0]]!r} "
                              "(an fp16 overflow? try bf16 or fp32)")
         run[qid] = {docids[i]: float(scores[i]) for i in keep_top_k_with_ties(scores, k)}
     run = ranx.Run(run, name=name)
@@ -179,7 +182,7 @@ class Scorer:
         import transformers
 
         if batch_size < 1 or max_length < 1:
-            raise ValueError(f"batch_size and max_length must be >= 1, got {batch_size} and {max_length}")
+            raise InputError(f"batch_size and max_length must be >= 1, got {batch_size} and {max_length}")
         self.hps = hps
         self.mode = parse_hps(hps)
         self.device = resolve_device(device)
@@ -200,7 +203,7 @@ class Scorer:
         """One pass over the candidates scored in several modes at once (the sweep shares the forward)."""
         candidates = load_candidates(candidates)
         if not any(candidates.values()):
-            raise ValueError("no candidates to rerank")
+            raise InputError("no candidates to rerank")
         check_queries(queries, candidates)
         for qid, docids in candidates.items():
             check_docs(corpus, docids, qid)

@@ -45,7 +45,7 @@ class BiEncoder(Scorer):
                  query_prefix: str = "", doc_prefix: str = "", quantize: str | None = None, ranges=None,
                  rescore_k: int | None = None, keep_full: bool = False, hps=True, **kwargs):
         if pooling not in POOLINGS:
-            raise ValueError(f"unknown pooling {pooling!r}: use one of {POOLINGS}")
+            raise InputError(f"unknown pooling {pooling!r}: use one of {POOLINGS}")
         scheme = None if quantize is None else check_scheme(quantize)
         mode = quantized_mode(scheme, hps) if scheme is not None else None
         if scheme is None and isinstance(hps, str) and hps == "full":
@@ -108,7 +108,7 @@ class BiEncoder(Scorer):
 
     def _search_runs(self, queries, corpus, k, modes, chunk_scores=2**24, rescore_k=None) -> dict[str, ranx.Run]:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
+            raise InputError(f"k must be >= 1, got {k}")
         quantized = {mode: parse_mode(mode) for mode in modes if parse_mode(mode) is not None}
         depth = {mode: self._rescore_depth(k, rescore_k) for mode, (_, rescore) in quantized.items() if rescore}
         prebuilt = corpus if isinstance(corpus, QuantizedIndex) else None
@@ -123,7 +123,7 @@ class BiEncoder(Scorer):
             docids = list(corpus)
         qids = list(queries)
         if not qids or not docids:
-            raise ValueError(f"nothing to search: {len(qids)} queries, {len(docids)} docs")
+            raise InputError(f"nothing to search: {len(qids)} queries, {len(docids)} docs")
         check_queries(queries, qids)
         if prebuilt is None:
             check_docs(corpus, docids)

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..errors import InputError
 from ._common import Scorer, length_sorted_batches
 
 
@@ -26,14 +27,14 @@ class CrossEncoder(Scorer):
         num_labels = self.model.config.num_labels
         if num_labels == 1:
             if positive_index not in (None, 0):
-                raise ValueError(f"the model has one logit (sigmoid); positive_index={positive_index} does not fit")
+                raise InputError(f"the model has one logit (sigmoid); positive_index={positive_index} does not fit")
         elif positive_index is None:
             if num_labels > 2:
-                raise ValueError(f"the model has {num_labels} labels: pass positive_index= "
+                raise InputError(f"the model has {num_labels} labels: pass positive_index= "
                                  f"(labels: {self.model.config.id2label})")
             positive_index = 1
         elif not 0 <= positive_index < num_labels:
-            raise ValueError(f"positive_index={positive_index} is out of range for {num_labels} labels")
+            raise InputError(f"positive_index={positive_index} is out of range for {num_labels} labels")
         self.positive_index = positive_index
         if self.mode == "head":
             classifier_head(self.model, num_labels)  # fail at construction, not after a first batch
@@ -72,7 +73,7 @@ def classifier_head(model: torch.nn.Module, num_labels: int) -> torch.nn.Linear:
     """The final classifier Linear: the last Linear module with num_labels outputs."""
     heads = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and m.out_features == num_labels]
     if not heads:
-        raise ValueError(f"hps='head' needs the classifier Linear ({num_labels} outputs); "
+        raise InputError(f"hps='head' needs the classifier Linear ({num_labels} outputs); "
                          f"none found in {type(model).__name__}")
     return heads[-1]
 

@@ -92,7 +92,7 @@ def parse_regime(regime: str) -> tuple[torch.dtype, str]:
     quantized retrieval (BiEncoder): 'int8' -> (float32, 'int8'); 'binary+rescore' -> (float32,
     'binary+rescore'); 'bf16+binary+rescore_full' -> (bfloat16, 'binary+rescore_full')."""
     if not isinstance(regime, str):
-        raise ValueError(f"unknown regime {regime!r}: use e.g. 'fp32', 'bf16', 'bf16+hps', 'binary+rescore'")
+        raise InputError(f"unknown regime {regime!r}: use e.g. 'fp32', 'bf16', 'bf16+hps', 'binary+rescore'")
     head, plus, suffix = regime.partition("+")
     if head.lower() in SCHEMES:
         dtype, rest = torch.float32, regime
@@ -107,7 +107,7 @@ def parse_regime(regime: str) -> tuple[torch.dtype, str]:
         return dtype, rest.lower()
     modes = {value: mode for mode, value in MODE_SUFFIX.items()}
     if (plus + suffix) not in modes:
-        raise ValueError(f"unknown regime {regime!r}: use e.g. 'fp32', 'bf16', 'bf16+hps', 'bf16+hps_head', "
+        raise InputError(f"unknown regime {regime!r}: use e.g. 'fp32', 'bf16', 'bf16+hps', 'bf16+hps_head', "
                          f"'int8', 'binary+rescore'")
     return dtype, modes[plus + suffix]
 
@@ -179,7 +179,7 @@ def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, 
         start = time.perf_counter()
         if candidates is None:
             if not hasattr(scorer, "_search_runs"):
-                raise ValueError(f"{scorer_class.__name__} cannot search a corpus: pass candidates=")
+                raise InputError(f"{scorer_class.__name__} cannot search a corpus: pass candidates=")
             dtype_runs = scorer._search_runs(queries, corpus, k, modes)
         else:
             dtype_runs = scorer._rerank_runs(queries, corpus, candidates, modes, k)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..errors import InputError
 from ._common import Scorer, length_sorted_batches
 
 # Qwen3-Reranker's prompt (Zhang et al. 2025, model card); {instruction}, {query}, {document} are filled in.
@@ -34,7 +35,7 @@ class YesNoReranker(Scorer):
                  instruction: str = DEFAULT_INSTRUCTION, yes_token: str = "yes", no_token: str = "no",
                  **kwargs):
         if template.count("{document}") != 1 or "{query}" not in template:
-            raise ValueError("template needs {query} and exactly one {document}")
+            raise InputError("template needs {query} and exactly one {document}")
         super().__init__(model, tokenizer, **kwargs)
         before, after = template.split("{document}")
         self._before, self._after, self.instruction = before, after, instruction
@@ -44,12 +45,12 @@ class YesNoReranker(Scorer):
         if self.pad_id is None:
             self.pad_id = self.tokenizer.eos_token_id
         if self.pad_id is None:
-            raise ValueError("the tokenizer has neither a pad nor an eos token to pad with")
+            raise InputError("the tokenizer has neither a pad nor an eos token to pad with")
 
     def _token_id(self, token: str) -> int:
         token_id = self.tokenizer.convert_tokens_to_ids(token)
         if token_id is None or (token_id == self.tokenizer.unk_token_id and token != self.tokenizer.unk_token):
-            raise ValueError(f"the tokenizer has no token {token!r}; pass yes_token=/no_token= as it spells them")
+            raise InputError(f"the tokenizer has no token {token!r}; pass yes_token=/no_token= as it spells them")
         return token_id
 
     def _prompts(self, query_texts, doc_texts) -> list[list[int]]:
@@ -64,7 +65,7 @@ class YesNoReranker(Scorer):
         for before, doc, after, query in zip(befores, encode(doc_texts), afters, query_texts):
             room = self.max_length - len(before) - len(after)
             if room < 1:
-                raise ValueError(f"max_length={self.max_length} leaves no room for the document "
+                raise InputError(f"max_length={self.max_length} leaves no room for the document "
                                  f"after the prompt of query {query[:60]!r}")
             prompts.append(before + doc[:room] + after)
         return prompts
