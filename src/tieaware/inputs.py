@@ -219,17 +219,21 @@ def _read_trec(path, kind: str) -> dict:
         if len(cols) != n_cols and not (kind == "run" and len(cols) > n_cols):  # trec_eval ignores trailing run fields
             raise InputError(f"{where}: a TREC {kind} line has {n_cols} columns ({layout}), this one has "
                              f"{len(cols)}: {line.strip()!r}.{_layout_hint(kind, len(cols))}")
-        qid, docid = cols[0], cols[2]
         value = _score(cols[4], where) if kind == "run" else _grade(cols[3], where)
-        docs = out.get(qid)
-        if docs is None:
-            docs = out[qid] = {}
-        if docid in docs:
-            raise InputError(f"{where}: document {docid!r} appears twice for query {qid!r}.")
-        docs[docid] = value
+        put_value(out, cols[0], cols[2], value, where)
     if not out:
         raise InputError(f"{kind} file {str(path)!r} holds no {kind} lines.")
     return out
+
+
+def put_value(table: dict, qid: str, docid: str, value, where: str) -> None:
+    """``table[qid][docid] = value``; a document given twice for one query is an error naming ``where``."""
+    docs = table.get(qid)
+    if docs is None:
+        docs = table[qid] = {}
+    if docid in docs:
+        raise InputError(f"{where}: document {docid!r} appears twice for query {qid!r}.")
+    docs[docid] = value
 
 
 def _layout_hint(kind: str, n_cols: int) -> str:
@@ -256,12 +260,7 @@ def _from_dataframe(df, kind: str) -> dict:
     qids = df[q_col].astype(str).tolist()
     docids = df[d_col].astype(str).tolist()
     for row, (qid, docid, value) in enumerate(zip(qids, docids, df[v_col].tolist())):
-        docs = out.get(qid)
-        if docs is None:
-            docs = out[qid] = {}
-        if docid in docs:
-            raise InputError(f"{kind} DataFrame row {row}: document {docid!r} appears twice for query {qid!r}.")
-        docs[docid] = value
+        put_value(out, qid, docid, value, f"{kind} DataFrame row {row}")
     return out
 
 

@@ -48,7 +48,7 @@ def _code_at_impl(text, index):
 
 @njit(cache=True)
 def run_sizes(run_td, query_ids):
-    """(Q+1,) CSR offsets of the queries' documents (0 for a query not in the run)."""
+    """(Q+1,) CSR offsets of the queries' inner dicts (0 for a query not in the dict); Run or Qrels."""
     offsets = np.zeros(len(query_ids) + 1, np.int64)
     for i in range(len(query_ids)):
         offsets[i + 1] = offsets[i]
@@ -291,11 +291,7 @@ def _compare_id(doc, n, codes, row, length):
 @njit(cache=True)
 def qrels_grades(qrels_td, query_ids):
     """(Q+1,) CSR offsets and each query's grades, sorted descending."""
-    offsets = np.zeros(len(query_ids) + 1, np.int64)
-    for i in range(len(query_ids)):
-        offsets[i + 1] = offsets[i]
-        if query_ids[i] in qrels_td:
-            offsets[i + 1] += len(qrels_td[query_ids[i]])
+    offsets = run_sizes(qrels_td, query_ids)
     grades = np.empty(offsets[-1], np.float64)
     for i in range(len(query_ids)):
         if query_ids[i] in qrels_td:

@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import InputError, QueryMismatchError
-from .inputs import _checked_path, _layout_hint, _score, is_ranx_qrels, iter_lines, load_qrels
+from .inputs import _checked_path, _layout_hint, _score, is_ranx_qrels, iter_lines, load_qrels, put_value
 from .report import PER_QUERY_COLUMNS, EvaluationReport, MetricResult
 
 #: Queries per chunk unless given.
@@ -69,11 +69,7 @@ def _grouped_chunks(lines, chunk_queries: int) -> Iterator[dict]:
                 yield chunk
                 chunk = {}
             current = qid
-            chunk[qid] = {}
-        docs = chunk[qid]
-        if docid in docs:
-            raise InputError(f"{where}: document {docid!r} appears twice for query {qid!r}.")
-        docs[docid] = score
+        put_value(chunk, qid, docid, score, where)
     if chunk:
         yield chunk
 
@@ -97,10 +93,7 @@ def _bucket_chunks(path: Path, order: list) -> Iterator[dict]:
             chunk: dict = {}
             with open(Path(folder, f"{b}.tsv"), encoding="utf-8", newline="") as handle:
                 for qid, docid, score in csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
-                    docs = chunk.setdefault(qid, {})
-                    if docid in docs:
-                        raise InputError(f"{path}: document {docid!r} appears twice for query {qid!r}.")
-                    docs[docid] = float(score)
+                    put_value(chunk, qid, docid, float(score), str(path))
             if chunk:
                 yield chunk
 
