@@ -1,14 +1,15 @@
 """`evaluate`: a drop-in for ``ranx.evaluate`` that reports what tie order does."""
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
 
 from .errors import InputError
-from .inputs import is_ranx_run
+from .inputs import QrelsLike, RunLike, is_ranx_run
 from .kernels.families import Judged, Params, family_stats
-from .metrics import MetricSpec, parse_metrics
+from .metrics import MetricsLike, MetricSpec, parse_metrics
 from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ranked_lists
 from .report import EvaluationReport, MetricResult, per_query_frame
 
@@ -32,10 +33,11 @@ def metric_stats(lists: RankedLists | Judged, spec: MetricSpec, oblivious: str =
     return family_stats(spec.family, judged, params)
 
 
-def evaluate(qrels, run, metrics, return_mean: bool = True, return_std: bool = False, threads: int = 0,
-             save_results_in_run: bool = False, make_comparable: bool = False, *,
-             oblivious: str = "trec_eval", relevance_level: int = 1, stream: bool | int = False,
-             per_query_out=None):
+def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: bool = True,
+             return_std: bool = False, threads: int = 0, save_results_in_run: bool = False,
+             make_comparable: bool = False, *, oblivious: str = "trec_eval", relevance_level: float = 1,
+             stream: bool | int = False, per_query_out: str | os.PathLike | None = None
+             ) -> MetricResult | EvaluationReport | dict:
     """Tie-aware evaluation; the same call as ``ranx.evaluate``.
 
     For every query and metric it computes, exactly and without sampling, the

@@ -19,10 +19,13 @@ does not touch nDCG). ir_measures' ``RBP(rel=N)`` is binary, plain ``RBP`` grade
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .errors import UnknownMetricError
 
+#: What `parse_metrics` takes: a name, an ir_measures measure object, or a sequence of them.
+MetricsLike = str | Sequence[str] | object
 #: Families whose value depends only on the number of relevant documents in the top k.
 HITS_FAMILIES = ("hits", "precision", "recall", "f1", "rprec")
 #: Families no tie order can move (E = min = max), evaluated beside the others.

@@ -36,7 +36,18 @@ class MetricResult(float):
         oblivious_order: "trec_eval", "ranx" or "input".
     """
 
-    def __new__(cls, name: str, per_query: pd.DataFrame, oblivious_order: str):
+    name: str
+    expected: float
+    oblivious: float
+    min: float
+    max: float
+    range: float
+    bias: float
+    tie_std: float
+    per_query: pd.DataFrame
+    oblivious_order: str
+
+    def __new__(cls, name: str, per_query: pd.DataFrame, oblivious_order: str) -> MetricResult:
         n = len(per_query)
         expected = float(per_query["expected"].mean()) if n else math.nan  # no queries: NaN, as ir_measures
         self = super().__new__(cls, expected)
