@@ -96,9 +96,8 @@ class RankedLists:
     _tool_ranks: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
-        judged_before = np.zeros(self.judged.size + 1, np.int64)
-        np.cumsum(self.judged, out=judged_before[1:])
-        self.mem_offsets = judged_before[self.offsets]  # judged documents before each query
+        # judged documents before each query (M-sized work, no n-sized cumulative sum)
+        self.mem_offsets = np.searchsorted(np.flatnonzero(self.judged), self.offsets).astype(np.int64)
         (self.n_groups, first_nan, self.mem_rel, self.mem_index, self.mem_input_rank,
          self.grp_above, self.grp_size, self.grp_mem_start, self.grp_mem_end, self.doc_slot) = judged_groups(
             self.offsets, self.scores, self.rel, self.judged, self.mem_offsets)

@@ -22,6 +22,12 @@ import numpy as np
 from numba import njit
 
 
+def slot_dtype(n_members: int) -> type:
+    """int32 for per-document arrays of member or group-slot indices (half the memory of
+    int64 at 10M documents), int64 only when there are 2^31 judged documents or more."""
+    return np.int32 if n_members < 2**31 - 1 else np.int64
+
+
 def group_slots(n_groups: np.ndarray, mem_offsets: np.ndarray) -> np.ndarray:
     """The used group slots, in order: offsets[q] .. offsets[q] + n_groups[q] - 1 for each query q."""
     n_groups = np.asarray(n_groups, np.int64)
@@ -113,7 +119,7 @@ def judged_groups(offsets, scores, rel, judged, mem_offsets):
         within group), index in the query's input order, rank inside its group in
         input order; per group slot (M,): above, size, start and end of its members.
         Group slots of query q start at mem_offsets[q]. Per document (n,): its group
-        slot, or -1 outside every judged group. A query with a NaN score has no
+        slot (int32 unless there are 2^31 members), or -1 outside every judged group. A query with a NaN score has no
         groups and first_nan its first NaN's index (else -1).
     """
     offsets = np.ascontiguousarray(offsets, np.int64)
@@ -127,14 +133,15 @@ def judged_groups(offsets, scores, rel, judged, mem_offsets):
     judged_at = np.flatnonzero(judged)
     query_of = np.repeat(np.arange(n_queries, dtype=np.int64), np.diff(mem_offsets))
     judged_sorted = judged_at[np.lexsort((-rel[judged_at], -scores[judged_at], query_of))].astype(np.int64)
-    member_of_doc = np.full(n_docs, -1, np.int64)
+    index_type = slot_dtype(n_members)
+    member_of_doc = np.full(n_docs, -1, index_type)
     distinct = np.zeros(n_members, np.float64)
     n_groups = np.zeros(n_queries, np.int64)
     first_nan = np.full(n_queries, -1, np.int64)
     mem_rel = np.zeros(n_members, np.float64)
     mem_index, mem_input_rank, grp_above, grp_size, grp_mem_start, grp_mem_end = (
         np.zeros(n_members, np.int64) for _ in range(6))
-    doc_slot = np.full(n_docs, -1, np.int64)
+    doc_slot = np.full(n_docs, -1, index_type)
     _fill_groups(offsets, scores, rel, judged_sorted, mem_offsets, member_of_doc, distinct, n_groups, first_nan,
                  mem_rel, mem_index, mem_input_rank, grp_above, grp_size, grp_mem_start, grp_mem_end, doc_slot)
     return (n_groups, first_nan, mem_rel, mem_index, mem_input_rank,

@@ -78,7 +78,7 @@ def ambiguous_members(doc_slot, ambiguous):
     group slots and, CSR by slot, their documents in input order.
     """
     slots = np.flatnonzero(ambiguous).astype(np.int64)
-    rank_of_slot = np.full(ambiguous.shape[0] + 1, -1, np.int64)  # slot -1 (in no group) reads the last: -1
+    rank_of_slot = np.full(ambiguous.shape[0] + 1, -1, doc_slot.dtype)  # slot -1 (in no group) reads the last: -1
     rank_of_slot[slots] = np.arange(slots.size)
     doc_rank = rank_of_slot[doc_slot]
     slot_offsets = np.zeros(slots.size + 1, np.int64)
