@@ -113,6 +113,14 @@ def trec_eval_order(scores):
     return sorted(by_id_desc, key=lambda d: -scores[d])
 
 
+def ir_measures_order(spec, scores):
+    """ir_measures' default pipeline: (-score, doc id) for RR@k (msmarco provider) and Judged@k,
+    a stable sort by score for RBP (cwl_eval), trec_eval's order (pytrec_eval) otherwise."""
+    if spec.family == "judged" or spec.family == "rr" and spec.k is not None:
+        return sorted(scores, key=lambda d: (-scores[d], d))
+    return input_order(scores) if spec.family == "rbp" else trec_eval_order(scores)
+
+
 def input_order(scores):
     """Stable: score descending, first given first."""
     return sorted(scores, key=lambda d: -scores[d])

@@ -5,7 +5,7 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reference import brute_force, input_order, point_metric, trec_eval_order
+from reference import brute_force, input_order, ir_measures_order, point_metric, trec_eval_order
 
 import tieaware
 from tieaware.metrics import parse_metric
@@ -41,6 +41,7 @@ def test_matches_brute_force(q):
     qrels, run = {"q": judgments}, {"q": scores}
     report = tieaware.evaluate(qrels, run, METRICS, make_comparable=True)
     report_input = tieaware.evaluate(qrels, run, METRICS, make_comparable=True, oblivious="input")
+    report_irm = tieaware.evaluate(qrels, run, METRICS, make_comparable=True, oblivious="ir_measures")
     for name in METRICS:
         spec = parse_metric(name)
         mean, var, low, high = brute_force(spec, scores, judgments)
@@ -55,6 +56,8 @@ def test_matches_brute_force(q):
         assert row["oblivious"] == pytest.approx(trec_eval_value, abs=1e-12), name
         input_value = point_metric(spec, input_order(scores), judgments)
         assert report_input[name].oblivious == pytest.approx(input_value, abs=1e-12)
+        irm_value = point_metric(spec, ir_measures_order(spec, scores), judgments)
+        assert report_irm[name].oblivious == pytest.approx(irm_value, abs=1e-12), name
         assert res.tie_std == pytest.approx(math.sqrt(var), abs=1e-6)
 
 

@@ -155,3 +155,33 @@ def test_bf16_run_has_real_spread():
     assert res.range > 0.005 and res.n_queries_with_ties > 50
     fp32 = tieaware.evaluate(CRANFIELD.qrels, CRANFIELD.runs["fp32"], "ndcg@10")
     assert fp32.range < res.range / 10
+
+
+# {rel}: "(rel=N)" for a relevance level other than 1
+IR_MEASURES_NAMES = ["RR{rel}@10", "RR{rel}@3", "RR{rel}", "Judged@10", "Judged@5", "nDCG@10", "P{rel}@5", "AP{rel}",
+                     "R@100", "Success{rel}@3"]
+
+
+@pytest.mark.parametrize("qrels_path,run_path,level", TREC_FILES[-3:], ids=_ids(TREC_FILES[-3:]))
+def test_oblivious_ir_measures_equals_ir_measures(qrels_path, run_path, level):
+    """`oblivious="ir_measures"` reproduces ir_measures' default pipeline query by query, ties
+    included: trec_eval's order for pytrec_eval's measures, doc id ascending for RR@k and Judged@k."""
+    ir_measures = pytest.importorskip("ir_measures")
+    qrels = tieaware.read_trec_qrels(qrels_path)
+    run = tieaware.read_trec_run(run_path)
+    names = [n.format(rel=f"(rel={level})" if level != 1 else "") for n in IR_MEASURES_NAMES]
+    measures = [ir_measures.parse_measure(n) for n in names]
+    theirs: dict = {}
+    for row in ir_measures.iter_calc(measures, qrels, run):
+        theirs.setdefault(str(row.measure), {})[row.query_id] = row.value
+    report = tieaware.evaluate(qrels, run, names, make_comparable=True, oblivious="ir_measures")
+    differs_from_trec_eval = False
+    trec_order = tieaware.evaluate(qrels, run, names, make_comparable=True)
+    for name, measure in zip(names, measures):
+        ours = report[name].per_query["oblivious"]
+        assert theirs[str(measure)], name
+        for qid, value in theirs[str(measure)].items():
+            assert ours[qid] == pytest.approx(value, abs=1e-6), (name, qid)
+        differs_from_trec_eval |= not np.allclose(ours, trec_order[name].per_query["oblivious"])
+    if run_path == CRANFIELD.runs["bf16"]:
+        assert differs_from_trec_eval, "the bf16 run has ties where RR@k's order matters"

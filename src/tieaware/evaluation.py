@@ -10,14 +10,19 @@ from .errors import InputError
 from .inputs import QrelsLike, RunLike, is_ranx_run
 from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricsLike, MetricSpec, parse_metrics
-from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ranked_lists
+from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ir_measures_order, ranked_lists
 from .report import EvaluationReport, MetricResult, per_query_frame
 
 
-def judged_lists(lists: RankedLists, oblivious: str = "trec_eval") -> Judged:
-    """The arrays every metric family reads, with `oblivious` as the tool's tie order."""
+def tie_order(spec: MetricSpec, oblivious: str) -> str:
+    """The order inside tie groups (`TIE_ORDERS`) that tool `oblivious` uses for this metric."""
+    return ir_measures_order(spec.family, spec.k) if oblivious == "ir_measures" else oblivious
+
+
+def judged_lists(lists: RankedLists, order: str = "trec_eval") -> Judged:
+    """The arrays every metric family reads, with `order` (one of `TIE_ORDERS`) as the tool's tie order."""
     return Judged.build(lists.n_ret, lists.n_groups, lists.mem_offsets, lists.grp_above, lists.grp_size,
-                        lists.grp_mem_start, lists.grp_mem_end, lists.mem_rel, lists.tool_rank(oblivious),
+                        lists.grp_mem_start, lists.grp_mem_end, lists.mem_rel, lists.tool_rank(order),
                         lists.qrel_offsets, lists.qrel_rel)
 
 
@@ -27,7 +32,7 @@ def metric_stats(lists: RankedLists | Judged, spec: MetricSpec, oblivious: str =
     Dispatches on ``spec.family`` (`tieaware.kernels.families.FAMILIES`); a `Judged`
     (from `judged_lists`) already carries its tie order, and ``oblivious`` is then ignored.
     """
-    judged = lists if isinstance(lists, Judged) else judged_lists(lists, oblivious)
+    judged = lists if isinstance(lists, Judged) else judged_lists(lists, tie_order(spec, oblivious))
     params = Params(spec.k, float(spec.relevance_level), spec.gain,
                     None if spec.gain_floor is None else float(spec.gain_floor), float(spec.persistence))
     return family_stats(spec.family, judged, params)
@@ -67,8 +72,10 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         make_comparable: score queries in the qrels but not in the run as empty
             (0) and drop run queries without qrels, instead of raising.
         oblivious: whose tie order gives ``.oblivious``: "trec_eval" (pytrec_eval,
-            ir_measures, MTEB: score desc, doc id desc), "ranx" (ranx.evaluate on this
-            same object), or "input" (first given first).
+            MTEB: score desc, doc id desc), "ranx" (ranx.evaluate on this same object),
+            "input" (first given first), or "ir_measures" (its default pipeline: trec_eval's
+            order, except doc id ascending for RR@k and Judged@k and input order for RBP;
+            see `tieaware.ranked_lists.ir_measures_order`).
         relevance_level: judgments >= this are relevant unless the name sets its own.
         stream: for a TREC run file larger than memory: read it in chunks of whole queries
             (True: 1,000 queries a chunk; an int: that many), so memory grows with the
@@ -123,9 +130,14 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
 def per_query_frames(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str):
     """(query ids, {metric name: per-query DataFrame}) of one qrels/run pair held in memory."""
     lists = ranked_lists(qrels, run, make_comparable)
-    judged = judged_lists(lists, oblivious)
-    return lists.query_ids, {spec.name: per_query_frame(lists.query_ids, _finite_stats(lists, judged, spec))
-                             for spec in specs}
+    by_order: dict[str, Judged] = {}
+    frames = {}
+    for spec in specs:
+        order = tie_order(spec, oblivious)
+        if order not in by_order:
+            by_order[order] = judged_lists(lists, order)
+        frames[spec.name] = per_query_frame(lists.query_ids, _finite_stats(lists, by_order[order], spec))
+    return lists.query_ids, frames
 
 
 def _check_arguments(oblivious, relevance_level, threads) -> None:

@@ -25,7 +25,7 @@ from numba.typed import Dict as TypedDict
 from . import ranx_reader
 from .errors import InputError, QueryMismatchError
 from .inputs import is_ranx_qrels, is_ranx_run, load_qrels, load_run
-from .kernels.groups import judged_groups
+from .kernels.groups import group_slots, judged_groups
 from .kernels.tiebreak import (
     RANX_ARGSORT_NEGATED,
     RANX_ARGSORT_REVERSED,
@@ -35,7 +35,25 @@ from .kernels.tiebreak import (
     trec_eval_ranks,
 )
 
-OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input")
+#: the tools whose tie order `evaluate(..., oblivious=...)` reproduces
+OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures")
+#: the orders inside a tie group that `RankedLists.tool_rank` computes ("ir_measures" picks one per metric)
+TIE_ORDERS = ("trec_eval", "ranx", "input", "docid_ascending")
+
+
+def ir_measures_order(family: str, k: int | None) -> str:
+    """The tie order ir_measures' default pipeline (ir_measures 0.3-0.4) applies to a metric family.
+
+    It hands each measure to the first provider that supports it: pytrec_eval (trec_eval's
+    order: score desc, doc id desc) for most; its msmarco provider for RR with a cutoff and its
+    judged provider for Judged@k, both sorting by (-score, doc id): doc id ascending; cwl_eval
+    for RBP, a stable sort by score: input order.
+    """
+    if family == "judged" or family == "rr" and k is not None:
+        return "docid_ascending"
+    if family == "rbp":
+        return "input"
+    return "trec_eval"
 
 
 @dataclass
@@ -110,13 +128,18 @@ class RankedLists:
         self.n_ret = np.diff(self.offsets)
 
     def tool_rank(self, oblivious: str) -> np.ndarray:
-        """Rank of each judged document inside its tie group under a tool's order."""
-        if oblivious not in OBLIVIOUS_ORDERS:
-            raise InputError(f"oblivious must be one of {OBLIVIOUS_ORDERS}, got {oblivious!r}.")
+        """Rank of each judged document inside its tie group under one of `TIE_ORDERS`."""
+        if oblivious not in TIE_ORDERS:
+            raise InputError(f"tie order must be one of {TIE_ORDERS}, got {oblivious!r}.")
         if oblivious == "ranx" and self.ranx_order is None:
             oblivious = "input"
         if oblivious == "input":
             return self.mem_input_rank
+        if oblivious == "docid_ascending" and oblivious not in self._tool_ranks:
+            # ids are distinct inside a query: the members with a smaller id are the others
+            used = group_slots(self.n_groups, self.mem_offsets)
+            member_size = np.repeat(self.grp_size[used], self.grp_mem_end[used] - self.grp_mem_start[used])
+            self._tool_ranks[oblivious] = member_size - 1 - self.tool_rank("trec_eval")
         if oblivious not in self._tool_ranks:
             ranks = self.mem_input_rank.copy()
             ambiguous = ambiguous_groups(self.n_groups, self.mem_offsets, self.grp_size, self.grp_mem_start,
