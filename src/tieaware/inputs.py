@@ -23,8 +23,11 @@ number whatever container it came in.
 ranx is imported only when a ranx object is passed (it is recognised through
 ``sys.modules``, so reading a dict never imports ranx).
 
-Everything here reads; nothing modifies the caller's objects. Errors name the
-file and line, query or document at fault.
+Also the text files HPS scores (`read_texts`: BEIR JSONL, MS MARCO TSV, JSON) and the
+one writer, `write_trec_run` (trec_eval's order, scores that round-trip exactly).
+
+Nothing here modifies the caller's objects. Errors name the file and line, query or
+document at fault.
 """
 from __future__ import annotations
 
@@ -147,6 +150,67 @@ def file_stem(path) -> str:
 
 
 # ------------------------------------------------------------ TREC files
+# ------------------------------------------------------------ texts and runs written
+def read_texts(path, with_title: bool = False) -> dict:
+    """``{id: text}`` from a JSONL file (BEIR: ``_id``/``id``, ``text``, optional ``title``), a TSV file
+    (``id<TAB>text``, MS MARCO style) or a JSON object ``{id: text}``, plain or gzip/bzip2/xz compressed
+    (``corpus.jsonl.gz``: the format is the suffix before the compression suffix). An empty text falls
+    back to the title; ``with_title`` puts the title first."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"Text file {str(path)!r} does not exist.")
+    suffixes = [s.lower() for s in path.suffixes]
+    while suffixes and suffixes[-1] in (".gz", ".bz2", ".xz"):
+        suffixes.pop()
+    suffix = suffixes[-1] if suffixes else ""
+    if suffix == ".json":
+        try:
+            with open_text(path, "text") as handle:
+                data = json.load(handle)
+        except ValueError as exc:
+            if isinstance(exc, InputError):
+                raise
+            raise InputError(f"{path}: not valid JSON ({exc}).") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: a .json text file holds one object {{id: text}}.")
+        return {str(k): str(v) for k, v in data.items()}
+    texts = {}
+    jsonl = suffix == ".jsonl"
+    with open_text(path, "text") as handle:
+        for line_no, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{line_no}"
+            if jsonl:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    raise InputError(f"{where}: not a JSON object.") from None
+                key = next((k for k in ("_id", "id", "docid", "qid") if k in record), None)
+                if key is None or "text" not in record and "title" not in record:
+                    raise InputError(f"{where}: a JSONL record needs an id (_id or id) and a text.")
+                title, text = record.get("title") or "", record.get("text") or ""
+                texts[str(record[key])] = f"{title} {text}".strip() if with_title else (text or title)
+            else:
+                doc_id, tab, text = line.rstrip("\n").partition("\t")
+                if not tab:
+                    raise InputError(f"{where}: a TSV text line is id<TAB>text.")
+                texts[doc_id] = text
+    return texts
+
+
+def write_trec_run(run: dict, name: str, handle) -> int:
+    """Write ``{qid: {docid: score}}`` as a TREC run in trec_eval's order (score desc, doc id desc) with
+    scores as ``repr(float)``, which round-trips every float exactly; returns the number of lines."""
+    lines = 0
+    for qid, docs in run.items():
+        ranked = sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
+        for rank, (docid, score) in enumerate(ranked, 1):
+            handle.write(f"{qid} Q0 {docid} {rank} {float(score)!r} {name}\n")
+        lines += len(ranked)
+    return lines
+
+
 def _has_foreign_characters(text: str) -> bool:
     """Python's ``float``/``int`` accept ``_`` separators and non-ASCII digits; C's atof/atol do not."""
     return "_" in text or not text.isascii()

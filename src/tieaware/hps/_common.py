@@ -3,7 +3,7 @@ candidate loading, and turning scores into a ranx Run that is never cut inside a
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +11,7 @@ import ranx
 import torch
 
 from ..errors import InputError, InputTypeError, MissingFileError, MissingIdError
+from ..inputs import load_run
 
 DTYPES = {
     "fp32": torch.float32, "float32": torch.float32,
@@ -102,12 +103,13 @@ def check_docs(corpus: Mapping, docids, qid: str | None = None) -> None:
 
 
 def load_candidates(candidates) -> dict[str, list[str]]:
-    """ranx Run, {qid: {docid: score}} (or {qid: [docid, ...]}), or a TREC run file -> {qid: [docid, ...]}."""
+    """ranx Run, {qid: {docid: score}} (or {qid: [docid, ...]}), or a run file `tieaware.inputs.load_run`
+    reads (TREC, compressed or not, JSON, Parquet) -> {qid: [docid, ...]}."""
     if isinstance(candidates, (str, os.PathLike)):
         path = Path(candidates)
         if not path.is_file():
             raise MissingFileError(f"candidate run file not found: {path}")
-        candidates = ranx.Run.from_file(str(path), kind="trec")
+        candidates = load_run(path)
     if isinstance(candidates, ranx.Run):
         candidates = candidates.to_dict()
     if not isinstance(candidates, Mapping):
@@ -198,6 +200,15 @@ class Scorer:
         run = self._rerank_runs(queries, corpus, candidates, (self.mode,), k)[self.mode]
         run.name = name or run.name
         return run
+
+    def score_pairs(self, query_texts: Sequence[str], doc_texts: Sequence[str]) -> np.ndarray:
+        """float64 scores of (query text, document text) pairs in this scorer's mode, in the given order.
+
+        Pairs are batched by length as `rerank` batches them, so the same pairs give the same scores
+        (what `tieaware.hps.distributed` relies on, one batch per call)."""
+        if len(query_texts) != len(doc_texts):
+            raise InputError(f"{len(query_texts)} query texts but {len(doc_texts)} document texts")
+        return self._score_pairs(list(query_texts), list(doc_texts), (self.mode,))[self.mode]
 
     def _rerank_runs(self, queries, corpus, candidates, modes, k=None) -> dict[str, ranx.Run]:
         """One pass over the candidates scored in several modes at once (the sweep shares the forward)."""
