@@ -69,7 +69,7 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict:
     """Compile, or load from numba's cache, every kernel `evaluate` and `census` use.
 
     Evaluates one metric of every family (`FAMILY_METRICS`) on a tiny synthetic
-    qrels/run with each oblivious order (trec_eval, ranx, input), and a tie
+    qrels/run with each oblivious order (trec_eval, ranx, input, ir_measures), and a tie
     census; prints each step and its time.
 
     Args:
@@ -120,6 +120,7 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict:
         step(f"{module} family: {', '.join(metrics)}", lambda metrics=metrics: evaluate(_QRELS, _RUN, metrics))
     for order, label in (("ranx", "ranx's tie order"), ("input", "input order")):
         step(label, lambda order=order: evaluate(_QRELS, _RUN, "ndcg@3", oblivious=order))
+    step("ir_measures' tie orders", lambda: evaluate(_QRELS, _RUN, ["RR@2", "nDCG@3"], oblivious="ir_measures"))
     step("tie census", lambda: modules["tie_census"].census(_RUN, ks=(1, 2, 10)))
     after = _cache_counts(dispatchers)
     summary = {"steps": steps, "seconds": time.perf_counter() - start, "compiled": after[0] - before[0],
