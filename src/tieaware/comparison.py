@@ -22,9 +22,7 @@ from .evaluation import evaluate
 from .inputs import file_stem, is_ranx_run, load_qrels, load_run
 from .metrics import parse_metric
 from .report import SUMMARY_COLUMNS
-
-#: Cutoffs of metric@k curves unless given.
-DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)
+from .tie_census import DEFAULT_KS
 
 STAT_TESTS = ("student", "fisher", "tukey")
 STAT_TEST_LABELS = {

@@ -13,6 +13,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .display import text_table
+
 PER_QUERY_COLUMNS = ["expected", "oblivious", "min", "max", "range", "bias", "variance"]
 SUMMARY_COLUMNS = ["expected", "oblivious", "min", "max", "range", "bias", "tie_std"]
 
@@ -119,7 +121,7 @@ class EvaluationReport(dict):
         frame = self.to_dataframe()[SUMMARY_COLUMNS]
         order = next(iter(self.values())).oblivious_order if self else "trec_eval"
         frame = frame.rename(columns={"oblivious": f"obl[{order}]"})
-        return frame.to_string(float_format=lambda x: f"{round(x, digits) + 0.0:.{digits}f}")  # no "-0.0000"
+        return text_table(frame, digits)
 
 
 def per_query_frame(query_ids: list, table: np.ndarray) -> pd.DataFrame:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .check_observers import notify, observe_checks
+from .display import text_table
 from .errors import InputError
 from .evaluation import evaluate
 from .report import EvaluationReport
@@ -168,4 +169,4 @@ def _limits_of(metric: str, given: dict, metrics: list[str]) -> dict[str, float]
 
 
 def _text_table(frame: pd.DataFrame) -> str:
-    return frame.to_string(index=False, float_format=lambda x: f"{x:.4f}")
+    return text_table(frame, index=False)

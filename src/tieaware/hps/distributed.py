@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..display import progress
 from ..errors import InputError, InputTypeError
 from ._common import (
     DTYPE_NAMES,
@@ -122,11 +123,9 @@ def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str
         _BatchScorer, fn_constructor_args=(scorer_class, str(model), actor_options), batch_size=1,
         concurrency=concurrency, num_gpus=num_gpus, num_cpus=num_cpus)  # Ray Data restarts a dead actor and retries
 
-    from tqdm.auto import tqdm
-
     flat = np.full(len(qids), np.nan)
     seen = np.zeros(len(batches), np.int64)
-    with tqdm(total=len(qids), unit="pair", desc="Ray rerank", disable=not show_progress) as bar:
+    with progress(total=len(qids), unit="pair", desc="Ray rerank", show=show_progress) as bar:
         for row in dataset.iter_rows():
             b = int(row["batch"])
             scores = np.asarray(row["scores"], dtype=np.float64)

@@ -1,0 +1,32 @@
+"""What tieaware shows people: fixed-point numbers, text tables and progress bars, one helper each.
+
+Every table the library prints (reports, the CLI, the pytest plugin, the precision sweep) goes
+through `fixed` and `text_table`, so tiny negative noise never shows as ``-0.0000``; every
+progress bar is `progress`, drawn on stderr only when asked and only on a terminal unless forced.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+
+DIGITS = 4
+
+
+def fixed(value: float, digits: int = DIGITS) -> str:
+    """Fixed-point text without a "-0.0000" for tiny negative noise: ``fixed(-1e-12) == "0.0000"``."""
+    return f"{round(float(value), digits) + 0.0:.{digits}f}"
+
+
+def text_table(frame, digits: int = DIGITS, *, index: bool = True) -> str:
+    """A pandas DataFrame as aligned text, floats through `fixed`."""
+    return frame.to_string(index=index, float_format=lambda x: fixed(x, digits))
+
+
+def progress(items: Iterable | None = None, *, total: int | None = None, unit: str = "it", desc: str | None = None,
+             show: bool | None = None, delay: float = 0.0, leave: bool = True):
+    """A tqdm bar on stderr. ``show``: True draws it, False never, None only when stderr is a terminal;
+    ``delay``: seconds before it appears (short loops stay silent); ``leave``: keep it when done."""
+    from tqdm.auto import tqdm
+
+    enabled = sys.stderr.isatty() if show is None else show
+    return tqdm(items, total=total, unit=unit, desc=desc, delay=delay, disable=not enabled, leave=leave)

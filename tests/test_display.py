@@ -1,0 +1,36 @@
+"""One formatter, one table writer, one progress bar for everything tieaware prints."""
+import io
+
+import numpy as np
+import pandas as pd
+
+from tieaware.display import fixed, progress, text_table
+from tieaware.report import EvaluationReport, MetricResult, per_query_frame
+from tieaware.testing import _text_table
+
+
+def test_fixed_hides_negative_zero_and_rounds():
+    assert fixed(-1e-12) == "0.0000"
+    assert fixed(-0.00004, 4) == "0.0000"
+    assert fixed(-0.00005001, 4) == "-0.0001"
+    assert fixed(0.123456, 2) == "0.12"
+
+
+def test_every_table_hides_negative_zero():
+    frame = pd.DataFrame({"metric": ["ndcg@10"], "bias": [-1e-17], "range": [0.5]})
+    for text in (text_table(frame), text_table(frame, index=False), _text_table(frame)):
+        assert "-0.0000" not in text and "0.0000" in text and "0.5000" in text
+    table = np.array([[0.5, 0.0, 0.5, 0.5, 0.5 - 1e-17]])
+    report = EvaluationReport({"m": MetricResult("m", per_query_frame(["q"], table), "trec_eval")})
+    assert "-0.0000" not in report.table()
+
+
+def test_progress_draws_only_when_asked():
+    out = io.StringIO()
+    with progress(total=3, unit="pair", show=False, desc="x") as bar:
+        assert bar.disable
+        bar.update(3)
+    with progress(range(3), unit="run", show=True) as bar:
+        assert not bar.disable
+        bar.fp = out
+        assert list(bar) == [0, 1, 2]
