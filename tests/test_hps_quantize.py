@@ -195,7 +195,7 @@ def tie_pairs(run, same):
 def tiny_runs():
     encoder = BiEncoder(bert_encoder(), TOKENIZER, dtype="bf16", show_progress=False)
     modes = ("int8", "int8+rescore", "int8+rescore_full", "binary", "binary+rescore", "binary+rescore_full")
-    runs = encoder._search_runs(QUERIES, DUP_CORPUS, len(DUP_CORPUS), modes)  # every pair can show its tie
+    runs = encoder.search_modes(QUERIES, DUP_CORPUS, len(DUP_CORPUS), modes)  # every pair can show its tie
     docids = list(DUP_CORPUS)
     emb = encoder.encode(DUP_CORPUS.values()).numpy()
     codes = {s: dict(zip(docids, map(bytes, qz.quantize(emb, s)))) for s in ("int8", "binary")}
@@ -231,7 +231,7 @@ def test_rescoring_leaves_ties_only_between_identical_codes(tiny_runs):
 
 def test_search_scores_equal_the_index_scores_of_the_encoded_embeddings(tiny_runs):
     encoder, _, _ = tiny_runs
-    runs = encoder._search_runs(QUERIES, DUP_CORPUS, 15, ("int8", "binary"))
+    runs = encoder.search_modes(QUERIES, DUP_CORPUS, 15, ("int8", "binary"))
     emb = encoder.encode(DUP_CORPUS.values()).numpy()
     queries = encoder.encode(QUERIES.values(), is_query=True).numpy()
     docids = list(DUP_CORPUS)
@@ -327,7 +327,7 @@ def test_quantization_works_with_other_models_poolings_and_dtypes(kind):
         encoder = BiEncoder(bert_encoder(), TOKENIZER, pooling="cls", normalize=False, show_progress=False)
     else:
         encoder = BiEncoder(qwen2_lm().model, TOKENIZER, pooling="last_token", dtype="fp16", show_progress=False)
-    runs = encoder._search_runs(QUERIES, CORPUS, 8, ("int8", "binary+rescore", "uint8+rescore_full"))
+    runs = encoder.search_modes(QUERIES, CORPUS, 8, ("int8", "binary+rescore", "uint8+rescore_full"))
     docs, queries = encoder.encode(CORPUS.values()).numpy(), encoder.encode(QUERIES.values(), is_query=True).numpy()
     assert docs.dtype == np.float32
     expected = qz.QuantizedIndex(docs, "int8").search(queries, 8)

@@ -197,7 +197,7 @@ class Scorer:
                k: int | None = None, name: str | None = None) -> ranx.Run:
         """Score each query's candidates (ranx Run, {qid: {docid: score}} or TREC run path) -> ranx Run,
         optionally cut at k keeping every doc tied with the k-th."""
-        run = self._rerank_runs(queries, corpus, candidates, (self.mode,), k)[self.mode]
+        run = self.rerank_modes(queries, corpus, candidates, (self.mode,), k)[self.mode]
         run.name = name or run.name
         return run
 
@@ -210,8 +210,9 @@ class Scorer:
             raise InputError(f"{len(query_texts)} query texts but {len(doc_texts)} document texts")
         return self._score_pairs(list(query_texts), list(doc_texts), (self.mode,))[self.mode]
 
-    def _rerank_runs(self, queries, corpus, candidates, modes, k=None) -> dict[str, ranx.Run]:
-        """One pass over the candidates scored in several modes at once (the sweep shares the forward)."""
+    def rerank_modes(self, queries, corpus, candidates, modes, k=None) -> dict[str, ranx.Run]:
+        """`rerank` in several precision modes ('none', 'upcast', 'head') from one pass over the
+        candidates: each forward pass is shared by the modes (what `sweep` uses) -> {mode: Run}."""
         candidates = load_candidates(candidates)
         if not any(candidates.values()):
             raise InputError("no candidates to rerank")

@@ -96,7 +96,7 @@ class BiEncoder(Scorer):
         built for at most `chunk_scores` (queries x docs) entries at a time, so large corpora fit memory.
         corpus: {docid: text}, or with quantize set the QuantizedIndex from `index()`. rescore_k overrides
         the constructor's (quantized rescoring only)."""
-        run = self._search_runs(queries, corpus, k, (self.mode,), chunk_scores, rescore_k)[self.mode]
+        run = self.search_modes(queries, corpus, k, (self.mode,), chunk_scores, rescore_k)[self.mode]
         run.name = name or run.name
         return run
 
@@ -106,7 +106,9 @@ class BiEncoder(Scorer):
             raise InputError(f"rescore_k={depth} is smaller than k={k}: rescoring must see at least the top k")
         return depth
 
-    def _search_runs(self, queries, corpus, k, modes, chunk_scores=2**24, rescore_k=None) -> dict[str, ranx.Run]:
+    def search_modes(self, queries, corpus, k, modes, chunk_scores=2**24, rescore_k=None) -> dict[str, ranx.Run]:
+        """`search` in several modes (precision modes, quantized modes such as 'binary+rescore') from one
+        encoding of queries and corpus per precision -> {mode: Run} (what `sweep` uses)."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise InputError(f"k must be >= 1, got {k}")
         quantized = {mode: parse_mode(mode) for mode in modes if parse_mode(mode) is not None}

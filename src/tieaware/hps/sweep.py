@@ -17,7 +17,9 @@ import pandas as pd
 import ranx
 import torch
 
+from ..display import text_table
 from ..errors import InputError
+from ..tie_census import DEFAULT_KS
 from ._common import DTYPE_NAMES, MODE_SUFFIX, parse_dtype, resolve_device
 from .quantize import SCHEMES, parse_mode
 
@@ -77,9 +79,9 @@ class SweepResult:
         census = self.census[["unique_scores", "mean_tie_group_size"]].unstack("k")
         timing = ", ".join(f"{dtype} {s:.1f} s" for dtype, s in self.seconds.items())
         parts = [
-            self.metrics.to_string(float_format=lambda v: f"{v:.4f}".replace("-0.0000", "0.0000")),
+            text_table(self.metrics),
             census.to_string(float_format="{:.2f}".format),
-            self.summary().to_string(float_format="{:.4f}".format),
+            text_table(self.summary()),
         ]
         if self.schemes:
             parts.append("\n".join(f"{regime}: {info.get('scores', '')}" for regime, info in self.schemes.items()))
@@ -138,7 +140,7 @@ def default_regimes(device) -> tuple[str, ...]:
 def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, str], qrels, *,
           tokenizer=None, candidates=None, k: int | None = 100,
           metrics: Sequence[str] = ("ndcg@10", "mrr@10", "map@100"), regimes: Sequence[str] | None = None,
-          census_ks: Sequence[int] = (1, 3, 5, 10, 20, 50, 100), oblivious: str = "trec_eval",
+          census_ks: Sequence[int] = DEFAULT_KS, oblivious: str = "trec_eval",
           make_comparable: bool = False, device=None, show_progress: bool = True,
           **scorer_kwargs) -> SweepResult:
     """Run `scorer_class` (BiEncoder, CrossEncoder or YesNoReranker) with `model` in each regime and
@@ -164,7 +166,7 @@ def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, 
     regime_of: dict[tuple[torch.dtype, str], list[str]] = {}
     for regime in regimes:
         dtype, mode = parse_regime(regime)
-        if parse_mode(mode) is not None and not hasattr(scorer_class, "_search_runs"):
+        if parse_mode(mode) is not None and not hasattr(scorer_class, "search_modes"):
             raise InputError(f"regime {regime!r}: quantized retrieval needs a BiEncoder, not {scorer_class.__name__}")
         if (dtype, mode) not in regime_of:
             modes_by_dtype.setdefault(dtype, []).append(mode)
@@ -178,11 +180,11 @@ def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, 
                               show_progress=show_progress, **scorer_kwargs)
         start = time.perf_counter()
         if candidates is None:
-            if not hasattr(scorer, "_search_runs"):
+            if not hasattr(scorer, "search_modes"):
                 raise InputError(f"{scorer_class.__name__} cannot search a corpus: pass candidates=")
-            dtype_runs = scorer._search_runs(queries, corpus, k, modes)
+            dtype_runs = scorer.search_modes(queries, corpus, k, modes)
         else:
-            dtype_runs = scorer._rerank_runs(queries, corpus, candidates, modes, k)
+            dtype_runs = scorer.rerank_modes(queries, corpus, candidates, modes, k)
         seconds[DTYPE_NAMES[dtype]] = elapsed = time.perf_counter() - start
         found = getattr(scorer, "timings", None) if candidates is None else None
         for mode, run in dtype_runs.items():
