@@ -61,7 +61,7 @@ def test_bf16_ties_and_hps_leaves_only_identical_text_tied(cranfield_slice, mode
     queries, corpus = cranfield_slice
     encoder = BiEncoder(model_path, dtype="bf16", max_length=MAX_LENGTH, show_progress=False)
     # one bf16 forward pass serves both modes (what search(hps=False) / search(hps=True) each compute)
-    runs = encoder._search_runs(queries, corpus, N_DOCS, ("none", "upcast"))
+    runs = encoder.search_modes(queries, corpus, N_DOCS, ("none", "upcast"))
     token_ids = encoder.tokenizer(list(corpus.values()), truncation=True, max_length=MAX_LENGTH)["input_ids"]
     same_input = {docid: tuple(ids) for docid, ids in zip(corpus, token_ids)}
     assert same_input["471"] == same_input["995"]

@@ -40,7 +40,7 @@ def searched():
     queries, corpus = {q: queries[q] for q in qids}, {d: corpus[d] for d in docids}
     encoder = BiEncoder(str(minilm.get_model_path()), dtype="fp32", max_length=MAX_LENGTH, show_progress=False)
     modes = tuple("none" if m == "fp32" else m for m in MODES)
-    runs = dict(zip(MODES, encoder._search_runs(queries, corpus, K, modes).values()))
+    runs = dict(zip(MODES, encoder.search_modes(queries, corpus, K, modes).values()))
     embeddings = encoder.encode(list(corpus.values())[:60]).numpy()  # for the sentence-transformers check
     token_ids = encoder.tokenizer(list(corpus.values()), truncation=True, max_length=MAX_LENGTH)["input_ids"]
     return runs, embeddings, dict(zip(corpus, map(tuple, token_ids)))

@@ -110,7 +110,7 @@ def test_hps_breaks_ties_that_bf16_scoring_creates(kind):
 
     model = {"ce1": lambda: bert_classifier(1), "ce2": lambda: bert_classifier(2), "yesno": qwen2_lm,
              "bi": bert_encoder}[kind]()
-    runs = scorer(kind, model, dtype="bf16")._rerank_runs(QUERIES, CORPUS, CANDIDATES, ("none", "upcast", "head"))
+    runs = scorer(kind, model, dtype="bf16").rerank_modes(QUERIES, CORPUS, CANDIDATES, ("none", "upcast", "head"))
     assert tied_docs(runs["upcast"]) < tied_docs(runs["none"])
     assert tied_docs(runs["head"]) == 0
     scores = np.concatenate(list(score_arrays(runs["upcast"]).values()))
