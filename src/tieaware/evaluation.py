@@ -8,7 +8,7 @@ import numpy as np
 
 from .errors import InputError
 from .inputs import QrelsLike, RunLike, is_ranx_run
-from .kernels.families import Judged, Params, family_stats
+from .kernels.families import Judged, Params, err, family_stats
 from .metrics import MetricsLike, MetricSpec, parse_metrics
 from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ir_measures_order, ranked_lists
 from .report import EvaluationReport, MetricResult, per_query_frame
@@ -151,7 +151,13 @@ def _check_arguments(oblivious, relevance_level, threads) -> None:
 
 
 def _finite_stats(lists: RankedLists, judged: Judged, spec: MetricSpec) -> np.ndarray:
-    """`metric_stats`, refusing a non-finite value: no mean may skip a query silently."""
+    """`metric_stats`, refusing a non-finite value (no mean may skip a query silently) and, for ERR,
+    a grade above gdeval's top grade 4 (gdeval refuses such qrels: R = (2^grade - 1)/16 would pass 1)."""
+    if spec.family == "err":
+        above = err.first_grade_above_max(judged)
+        if above is not None:
+            raise InputError(f"{spec.name}: query {lists.query_ids[above[0]]!r} has grade {above[1]:g} in the qrels; "
+                             f"ERR (as gdeval computes it) takes grades up to {err.MAX_GRADE}.")
     stats = metric_stats(judged, spec)
     bad = np.flatnonzero(~np.isfinite(stats).all(axis=1))
     if bad.size:

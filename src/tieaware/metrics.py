@@ -30,7 +30,7 @@ MetricsLike = str | Sequence[str] | object
 HITS_FAMILIES = ("hits", "precision", "recall", "f1", "rprec")
 #: Families no tie order can move (E = min = max), evaluated beside the others.
 SET_FAMILIES = ("set_p", "set_recall", "set_relative_p", "set_map", "set_f")
-FAMILIES = HITS_FAMILIES + ("success", "rr", "ap", "dcg", "ndcg", "bpref", "rbp", "judged") + SET_FAMILIES
+FAMILIES = HITS_FAMILIES + ("success", "rr", "ap", "dcg", "ndcg", "bpref", "rbp", "err", "judged") + SET_FAMILIES
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,8 @@ REGISTRY = (
          description="binary preference (judged documents only)"),
     Name("ir_measures", "RBP", "rbp", gain="linear", params=("rel", "p"),
          description="rank-biased precision (ranx: rbp.95 for p = 0.95)"),
+    Name("ir_measures", "ERR", "err", gain="exp", cutoff="required", params=(),
+         description="expected reciprocal rank, R = (2^grade - 1)/16 (gdeval; grades 0-4)"),
     Name("ir_measures", "Judged", "judged", cutoff="required", params=(),
          description="share of the top k with a judgment"),
     Name("trec_eval", "set_P", "set_p", cutoff="no", description="relevant share of the retrieved set"),
@@ -158,7 +160,7 @@ TREC_GROUPS = {
                  {"num_q, num_ret, num_rel, num_rel_ret": "counts are summed, not averaged, over queries",
                   "gm_map, gm_bpref": "the geometric mean over queries of a tie-aware expectation is not tie-aware",
                   "iprec_at_recall, 11pt_avg, infAP": "no exact tie-aware expectation here yet",
-                  "Rprec_mult, utility, relstring, G, binG, runid, relative_P, ndcg_rel, rbp, ERR":
+                  "Rprec_mult, utility, relstring, G, binG, runid, relative_P, ndcg_rel, rbp":
                       "not implemented yet"}),
 }
 
@@ -337,7 +339,7 @@ NOT_OFFERED = {
     "infAP": "inferred AP's sampling estimate has no exact tie-aware expectation implemented yet",
     **dict.fromkeys(("gm_map", "gm_bpref"), "a geometric mean over queries of per-query expectations is not the "
                     "expectation of the geometric mean"),
-    **dict.fromkeys(("ERR", "err"), "ERR's exact expectation over tie orders is not implemented yet"),
+    "err": "trec_eval has no err; ir_measures' ERR@k (gdeval's) is offered",
     "rbp": "trec_eval 10's rbp (grades rescaled to [0, 1]) is not implemented yet; RBP(p=...) and rbp.95 are",
     **dict.fromkeys(("num_q", "num_ret", "num_rel", "num_rel_ret", "NumQ", "NumRet", "NumRel", "NumRelRet"),
                     "counts are summed over queries, not averaged; they do not depend on tie order"),
