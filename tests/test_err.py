@@ -1,5 +1,6 @@
 """ERR@k (gdeval's, ir_measures' ERR@k): hand-computed values, large tie groups against an exact
-enumeration of where the group's graded members land, gdeval's grade rules, and gdeval itself."""
+enumeration of where the group's graded members land, gdeval's grade rules (parity with gdeval
+itself: test_parity.py); trec_eval 10's rbp by hand."""
 import itertools
 import math
 import statistics
@@ -127,3 +128,21 @@ def test_hundreds_tied_with_a_handful_relevant_is_fast_and_bounded():
             still *= 1.0 - satisfied[member]
     expected = sum(c / math.factorial(r) * w for c, w in zip(cascade, slot_mean))
     assert full == pytest.approx(expected, rel=1e-10)
+
+
+def test_trec_eval_rbp_rescales_grades_by_hand():
+    """trec_eval 10's m_rbp.c: gains are grades over the query's top grade when it exceeds 1."""
+    assert tieaware.evaluate({"q": {"d1": 3, "d2": 0}}, {"q": {"d1": 1.0}}, "rbp").expected == pytest.approx(0.1)
+    qrels = {"q": {"d1": 2, "d2": 1, "d3": -1, "d9": 4}}  # top grade 4, from a document never retrieved
+    run = {"q": {"d2": 3.0, "d3": 2.0, "d1": 1.0}}
+    report = tieaware.evaluate(qrels, run, ["rbp.p=0.5", "RBP(p=0.5)"])
+    assert report["rbp.p=0.5"].expected == pytest.approx(0.5 * (1 / 4 + 0.25 * 2 / 4))
+    assert report["RBP(p=0.5)"].expected == pytest.approx(0.5 * (1 + 0.25 * 2))  # ir_measures: the grade itself
+    binary = tieaware.evaluate({"q": {"d1": 1}}, {"q": {"x": 2.0, "d1": 1.0}}, "rbp")  # top grade 1: unchanged
+    assert binary.expected == pytest.approx(0.1 * 0.9)
+    spec = parse_metric("rbp.p=0.95")
+    assert (spec.family, spec.gain, spec.persistence, spec.k) == ("rbp", "scaled", 0.95, None)
+    with pytest.raises(tieaware.errors.UnknownMetricError, match="not a number"):
+        parse_metric("rbp.p=high")
+    with pytest.raises(tieaware.errors.UnknownMetricError, match=r"\(0, 1\)"):
+        parse_metric("rbp.p=1.5")
