@@ -50,6 +50,48 @@ def test_grade_above_four_is_refused_naming_the_query():
     assert tieaware.evaluate(qrels, run, "nDCG@10").expected == 1.0  # other measures take any grade
 
 
+def test_non_integer_grade_is_refused_naming_the_query():
+    """gdeval reads integer grades only; a fractional grade would also make every distinct value its
+    own state dimension in the dynamic programme."""
+    with pytest.raises(InputError, match=r"query '2' has grade 1.5 .*integer grades up to 4"):
+        tieaware.evaluate({"1": {"a": 2.0}, "2": {"b": 1.5}}, {"1": {"a": 1.0}, "2": {"b": 1.0}}, "ERR@5")
+
+
+def _expected_by_relevant_order(grades, g, c, k):
+    """E[ERR@k] of one group of g tied documents after c fixed non-relevant ones, the positive `grades`
+    among them: the relevant members' relative order and their slot set are independent, so
+    E = sum_l E[R_(l) prod_{l' < l} (1 - R_(l'))] E[1/rank of the l-th relevant], the first factor by
+    elementary symmetric polynomials of the other members' (1 - R), the second by order statistics."""
+    satisfied = [(2.0 ** x - 1) / 16 for x in grades]
+    r = len(satisfied)
+    total = 0.0
+    for l in range(r):  # 0-based: l relevant members come before
+        cascade = 0.0
+        for i, value in enumerate(satisfied):
+            symmetric = [1.0] + [0.0] * l  # e_0..e_l of the others' (1 - R)
+            for j, other in enumerate(satisfied):
+                if j != i:
+                    for m in range(l, 0, -1):
+                        symmetric[m] += (1.0 - other) * symmetric[m - 1]
+            cascade += value * symmetric[l] / math.comb(r - 1, l) / r
+        slot = sum(math.comb(j - 1, l) * math.comb(g - j, r - l - 1) / (c + j) for j in range(1, min(g, k - c) + 1))
+        total += cascade * slot / math.comb(g, r)
+    return total
+
+
+@pytest.mark.parametrize("k", [4, 30, 83, 200])
+def test_many_relevant_of_every_grade_in_one_group(k):
+    """80 tied documents, 6 of each grade 1-4 (dozens of relevant members: no enumeration of their
+    orders is possible), after 3 non-relevant ones: E against the independent formula above, and
+    the variance within [0, (max - min)^2 / 4]."""
+    grades = [1 + i % 4 for i in range(24)]
+    qrels = {"q": {**{f"t{i:02d}": x for i, x in enumerate(grades)}, "a0": 0, "a1": 0}}
+    run = {"q": {**{f"t{i:02d}": 1.0 for i in range(80)}, "a0": 3.0, "a1": 2.0, "a2": 1.5}}
+    row = tieaware.evaluate(qrels, run, f"ERR@{k}").per_query.loc["q"]
+    assert row["expected"] == pytest.approx(_expected_by_relevant_order(grades, 80, 3, k), rel=1e-12)
+    assert 0.0 < row["variance"] <= (row["max"] - row["min"]) ** 2 / 4
+
+
 def test_names():
     spec = parse_metric("ERR@20")
     assert (spec.family, spec.k) == ("err", 20)

@@ -152,12 +152,12 @@ def _check_arguments(oblivious, relevance_level, threads) -> None:
 
 def _finite_stats(lists: RankedLists, judged: Judged, spec: MetricSpec) -> np.ndarray:
     """`metric_stats`, refusing a non-finite value (no mean may skip a query silently) and, for ERR,
-    a grade above gdeval's top grade 4 (gdeval refuses such qrels: R = (2^grade - 1)/16 would pass 1)."""
+    a grade gdeval refuses: above its top grade 4 (R = (2^grade - 1)/16 would pass 1) or not an integer."""
     if spec.family == "err":
-        above = err.first_grade_above_max(judged)
-        if above is not None:
-            raise InputError(f"{spec.name}: query {lists.query_ids[above[0]]!r} has grade {above[1]:g} in the qrels; "
-                             f"ERR (as gdeval computes it) takes grades up to {err.MAX_GRADE}.")
+        unusable = err.first_unusable_grade(judged)
+        if unusable is not None:
+            raise InputError(f"{spec.name}: query {lists.query_ids[unusable[0]]!r} has grade {unusable[1]:g} in the "
+                             f"qrels; ERR (as gdeval computes it) takes integer grades up to {err.MAX_GRADE}.")
     stats = metric_stats(judged, spec)
     bad = np.flatnonzero(~np.isfinite(stats).all(axis=1))
     if bad.size:
