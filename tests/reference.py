@@ -63,7 +63,18 @@ def point_metric(spec, ranking, judgments):
         return dcg / idcg if idcg > 0 else 0.0
     if fam == "rbp":
         p = spec.persistence
+        if spec.gain == "scaled":  # trec_eval 10's m_rbp.c: grades over the query's top grade if it exceeds 1
+            top_grade = max([1, *judgments.values()])
+            return sum(max(judgments.get(d, 0), 0) / top_grade * (1 - p) * p ** (i - 1) for i, d in enumerate(top, 1))
         return sum(_gain(spec, judgments.get(d, 0)) * (1 - p) * p ** (i - 1) for i, d in enumerate(top, 1))
+    if fam == "err":  # gdeval.pl: R = (2^grade - 1) / 2^4, grades <= 0 and unjudged give 0
+        total, still_looking = 0.0, 1.0
+        for i, d in enumerate(top, 1):
+            grade = judgments.get(d, 0)
+            satisfied = (2.0 ** grade - 1.0) / 16.0 if grade > 0 else 0.0
+            total += satisfied * still_looking / i
+            still_looking *= 1.0 - satisfied
+        return total
     if fam == "bpref":
         n_nonrel = len(nonrel)
         denom = min(n_nonrel, n_rel)

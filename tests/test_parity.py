@@ -185,3 +185,31 @@ def test_oblivious_ir_measures_equals_ir_measures(qrels_path, run_path, level):
         differs_from_trec_eval |= not np.allclose(ours, trec_order[name].per_query["oblivious"])
     if run_path == CRANFIELD.runs["bf16"]:
         assert differs_from_trec_eval, "the bf16 run has ties where RR@k's order matters"
+
+
+# gdeval (ir_measures' ERR@k) takes numeric topic ids and grades up to 4
+GDEVAL_FILES = [TREC_FILES[1], TREC_FILES[4], TREC_FILES[-2], TREC_FILES[-1]]
+
+
+@pytest.mark.parametrize("qrels_path,run_path,level", GDEVAL_FILES, ids=_ids(GDEVAL_FILES))
+def test_err_equals_ir_measures_gdeval(qrels_path, run_path, level):
+    """ERR@k equals ir_measures' (its gdeval provider runs gdeval.pl with perl) query by query: the
+    oblivious value under trec_eval's order (gdeval's: score, then doc id descending) with ties,
+    and every statistic on the tie-free run. gdeval prints 5 decimals."""
+    ir_measures = pytest.importorskip("ir_measures")
+    qrels = tieaware.read_trec_qrels(qrels_path)
+    run = tieaware.read_trec_run(run_path)
+    names = ["ERR@1", "ERR@5", "ERR@10", "ERR@20"]
+    for data in (run, _tie_free(run)):
+        theirs: dict = {}
+        for row in ir_measures.iter_calc([ir_measures.parse_measure(n) for n in names], qrels, data):
+            theirs.setdefault(str(row.measure), {})[row.query_id] = row.value
+        report = tieaware.evaluate(qrels, data, names, make_comparable=True, oblivious="ir_measures")
+        for name in names:
+            frame = report[name].per_query
+            assert theirs[name], name
+            for qid, value in theirs[name].items():
+                assert frame.loc[qid, "oblivious"] == pytest.approx(value, abs=5.1e-6), (name, qid)
+                if data is not run:
+                    assert frame.loc[qid, "expected"] == pytest.approx(value, abs=5.1e-6), (name, qid)
+                    assert frame.loc[qid, "variance"] == 0.0

@@ -8,7 +8,7 @@ import numpy as np
 
 from .errors import InputError
 from .inputs import QrelsLike, RunLike, is_ranx_run
-from .kernels.families import Judged, Params, family_stats
+from .kernels.families import Judged, Params, err, family_stats
 from .metrics import MetricsLike, MetricSpec, parse_metrics
 from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ir_measures_order, ranked_lists
 from .report import EvaluationReport, MetricResult, per_query_frame
@@ -151,7 +151,13 @@ def _check_arguments(oblivious, relevance_level, threads) -> None:
 
 
 def _finite_stats(lists: RankedLists, judged: Judged, spec: MetricSpec) -> np.ndarray:
-    """`metric_stats`, refusing a non-finite value: no mean may skip a query silently."""
+    """`metric_stats`, refusing a non-finite value (no mean may skip a query silently) and, for ERR,
+    a grade gdeval refuses: above its top grade 4 (R = (2^grade - 1)/16 would pass 1) or not an integer."""
+    if spec.family == "err":
+        unusable = err.first_unusable_grade(judged)
+        if unusable is not None:
+            raise InputError(f"{spec.name}: query {lists.query_ids[unusable[0]]!r} has grade {unusable[1]:g} in the "
+                             f"qrels; ERR (as gdeval computes it) takes integer grades up to {err.MAX_GRADE}.")
     stats = metric_stats(judged, spec)
     bad = np.flatnonzero(~np.isfinite(stats).all(axis=1))
     if bad.size:

@@ -14,7 +14,8 @@ Relevance levels follow each tool: binary metrics count a document relevant when
 its judgment is >= the level. Gain metrics (nDCG, DCG, RBP) named in ranx syntax
 give grades below the level zero gain, as ranx does; named in trec_eval or
 ir_measures syntax they use every positive grade, as trec_eval does (its ``-l``
-does not touch nDCG). ir_measures' ``RBP(rel=N)`` is binary, plain ``RBP`` graded.
+does not touch nDCG). ir_measures' ``RBP(rel=N)`` is binary, plain ``RBP`` graded;
+trec_eval 10's ``rbp`` divides the grades by the query's top grade when that exceeds 1.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ MetricsLike = str | Sequence[str] | object
 HITS_FAMILIES = ("hits", "precision", "recall", "f1", "rprec")
 #: Families no tie order can move (E = min = max), evaluated beside the others.
 SET_FAMILIES = ("set_p", "set_recall", "set_relative_p", "set_map", "set_f")
-FAMILIES = HITS_FAMILIES + ("success", "rr", "ap", "dcg", "ndcg", "bpref", "rbp", "judged") + SET_FAMILIES
+FAMILIES = HITS_FAMILIES + ("success", "rr", "ap", "dcg", "ndcg", "bpref", "rbp", "err", "judged") + SET_FAMILIES
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,10 @@ REGISTRY = (
          description="binary preference (judged documents only)"),
     Name("ir_measures", "RBP", "rbp", gain="linear", params=("rel", "p"),
          description="rank-biased precision (ranx: rbp.95 for p = 0.95)"),
+    Name("trec_eval", "rbp", "rbp", gain="scaled", cutoff="no",
+         description="rank-biased precision, p = 0.9 (rbp.p=0.95); grade / top grade if that exceeds 1"),
+    Name("ir_measures", "ERR", "err", gain="exp", cutoff="required", params=(),
+         description="expected reciprocal rank, R = (2^grade - 1)/16 (gdeval; grades 0-4)"),
     Name("ir_measures", "Judged", "judged", cutoff="required", params=(),
          description="share of the top k with a judgment"),
     Name("trec_eval", "set_P", "set_p", cutoff="no", description="relevant share of the retrieved set"),
@@ -154,11 +159,11 @@ TREC_GROUPS = {
                   "gm_map": "the geometric mean over queries of a tie-aware expectation is not tie-aware",
                   "iprec_at_recall": "interpolated precision has no exact tie-aware expectation here yet"}),
     "all_trec": (["map", "map_cut", "Rprec", "bpref", "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "success",
-                  "set_P", "set_recall", "set_F", "set_map", "set_relative_P"],
+                  "rbp", "set_P", "set_recall", "set_F", "set_map", "set_relative_P"],
                  {"num_q, num_ret, num_rel, num_rel_ret": "counts are summed, not averaged, over queries",
                   "gm_map, gm_bpref": "the geometric mean over queries of a tie-aware expectation is not tie-aware",
                   "iprec_at_recall, 11pt_avg, infAP": "no exact tie-aware expectation here yet",
-                  "Rprec_mult, utility, relstring, G, binG, runid, relative_P, ndcg_rel, rbp, ERR":
+                  "Rprec_mult, utility, relstring, G, binG, runid, relative_P, ndcg_rel":
                       "not implemented yet"}),
 }
 
@@ -204,7 +209,7 @@ def markdown_table() -> str:
     rows[("rbp", "linear")]["ranx"].append("`rbp.95`")
     lines = ["| family | ranx | trec_eval / pytrec_eval | ir_measures | what it measures |", "|---|---|---|---|---|"]
     for (family, gain), row in rows.items():
-        label = family if gain in ("binary", "linear") else f"{family} (2^grade - 1)"
+        label = family + {"exp": " (2^grade - 1)", "scaled": " (grade / top grade)"}.get(gain, "")
         lines.append(f"| {label} | {', '.join(row['ranx'])} | {', '.join(row['trec_eval'])} | "
                      f"{', '.join(row['ir_measures'])} | {row['description']} |")
     return "\n".join(lines)
@@ -212,6 +217,7 @@ def markdown_table() -> str:
 
 _RANX_RE = re.compile(r"^(?P<base>[a-z_\-0-9]+?)(?:@(?P<k>-?[^-]+))?(?:-l(?P<level>-?\d+))?$")
 _RANX_RBP_RE = re.compile(r"^rbp[.@](?P<p>\d+)(?:-l(?P<level>-?\d+))?$")
+_TREC_RBP_RE = re.compile(r"^rbp(?:[._]p=(?P<p>.*))?$")  # trec_eval 10: rbp, rbp.p=0.95
 _TREC_RE = re.compile(r"^(?P<base>[A-Za-z_]+?)(?:[._](?P<k>\d[\d.]*))?$")
 _IRM_RE = re.compile(r"^(?P<base>[A-Za-z]+)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>.+))?$")
 
@@ -220,7 +226,8 @@ def _supported_names() -> str:
     parts = []
     for syntax in ("ranx", "trec_eval", "ir_measures"):
         parts.append(f"{syntax}: " + ", ".join(_typed(e) for e in REGISTRY if e.syntax == syntax))
-    return ("; ".join(parts) + "; ranx also rbp.95; suffix -lN (ranx) or (rel=N) (ir_measures) sets the relevance "
+    return ("; ".join(parts) + "; ranx also rbp.95, trec_eval also rbp.p=0.95; suffix -lN (ranx) or (rel=N) "
+            "(ir_measures) sets the relevance "
             "level; `tieaware eval --list-metrics` lists them all")
 
 
@@ -258,6 +265,14 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
     if m:
         level = int(m["level"]) if m["level"] is not None else relevance_level
         return MetricSpec(name, "rbp", None, level, "linear", level, _persistence(float("0." + m["p"]), name))
+
+    m = _TREC_RBP_RE.match(text)
+    if m:
+        try:
+            p = 0.9 if m["p"] is None else float(m["p"])  # m_rbp.c's default
+        except ValueError:
+            raise UnknownMetricError(f"Metric {name!r}: rbp's p {m['p']!r} is not a number.") from None
+        return MetricSpec(name, "rbp", None, relevance_level, "scaled", None, _persistence(p, name))
 
     m = _IRM_RE.match(text)
     entry = _IRM.get(m["base"]) if m else None
@@ -337,8 +352,7 @@ NOT_OFFERED = {
     "infAP": "inferred AP's sampling estimate has no exact tie-aware expectation implemented yet",
     **dict.fromkeys(("gm_map", "gm_bpref"), "a geometric mean over queries of per-query expectations is not the "
                     "expectation of the geometric mean"),
-    **dict.fromkeys(("ERR", "err"), "ERR's exact expectation over tie orders is not implemented yet"),
-    "rbp": "trec_eval 10's rbp (grades rescaled to [0, 1]) is not implemented yet; RBP(p=...) and rbp.95 are",
+    "err": "trec_eval has no err; ir_measures' ERR@k (gdeval's) is offered",
     **dict.fromkeys(("num_q", "num_ret", "num_rel", "num_rel_ret", "NumQ", "NumRet", "NumRel", "NumRelRet"),
                     "counts are summed over queries, not averaged; they do not depend on tie order"),
 }

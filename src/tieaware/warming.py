@@ -23,8 +23,8 @@ from typing import TextIO
 FAMILY_METRICS = {
     "hits": "hits@2", "precision": "precision@2", "recall": "recall@2", "f1": "f1@2", "rprec": "r-precision",
     "success": "hit_rate@2", "rr": "mrr@2", "ap": "map@3", "dcg": "dcg_burges@3", "ndcg": "ndcg@3",
-    "rbp": "rbp.8", "bpref": "bpref", "judged": "Judged@2", "set_p": "set_P", "set_recall": "set_recall",
-    "set_f": "set_F", "set_map": "set_map", "set_relative_p": "set_relative_P",
+    "rbp": "rbp.8", "err": "ERR@3", "bpref": "bpref", "judged": "Judged@2", "set_p": "set_P",
+    "set_recall": "set_recall", "set_f": "set_F", "set_map": "set_map", "set_relative_p": "set_relative_P",
 }
 
 # tiny, but with every case a kernel branches on: ties mixing relevant, non-relevant, negative and

@@ -10,6 +10,7 @@ rr                `rr`                                   `rr.rr_moments`
 ap                `ap`                                   `ap.ap_moments`
 dcg, ndcg         `dcg`                                  `dcg.weighted_moments`
 rbp               `rbp`: DCG's kernel, geometric weights `dcg.weighted_moments`
+err               `err`: DP over a group's prefix counts `err.err_moments`
 bpref             `bpref`                                `bpref.bpref_moments`
 judged            `judged`: Hits of judged documents     `hits.hits_moments`
 set_p, ...        `sets`: trec_eval's set measures       none (tie-independent)
@@ -29,7 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import ap, bpref, dcg, hits, judged, rbp, rr, sets, success
+from . import ap, bpref, dcg, err, hits, judged, rbp, rr, sets, success
 from .common import Judged, Params
 
 #: family name (`tieaware.metrics.FAMILIES`) -> function(judged, params) -> (Q, 5) array of
@@ -46,6 +47,7 @@ FAMILIES: dict[str, Callable[[Judged, Params], np.ndarray]] = {
     "dcg": dcg.dcg,
     "ndcg": dcg.ndcg,
     "rbp": rbp.rbp,
+    "err": err.err,
     "bpref": bpref.bpref,
     "judged": judged.judged,
     "set_p": sets.set_measure("p"),

@@ -32,6 +32,8 @@ from numba import njit
 from ..groups import group_slots
 
 BINARY, LINEAR, EXP = "binary", "linear", "exp"
+#: trec_eval 10's rbp: the grade over the query's top grade when that exceeds 1 (per query: `rbp.rbp`)
+SCALED = "scaled"
 
 
 class Groups(NamedTuple):
@@ -50,7 +52,7 @@ class Params(NamedTuple):
     """A metric's parameters (`tieaware.metrics.MetricSpec` without the name).
 
     k: cutoff (None: the whole list). level: judgments >= level are relevant.
-    gain: "binary" (1 if relevant), "linear" (the grade) or "exp" (2^grade - 1).
+    gain: "binary" (1 if relevant), "linear" (the grade), "exp" (2^grade - 1) or "scaled" (RBP only).
     floor: grades below it gain 0 (None: every positive grade counts). persistence: RBP's p.
     """
 

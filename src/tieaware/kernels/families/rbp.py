@@ -7,8 +7,11 @@ sets w_j = 0 past k):
 
     E[RBP] = sum_n gbar_n S_w(n),   S_w(n) = (1 - p) sum_{j in n's top-k slots} p^(j-1)
 
-Gains: ``linear`` (the grade; ir_measures' ``RBP``, ranx-style ``rbp.95``) or
-``binary`` at a level (``RBP(rel=2)``). Derivation: `docs/formulas.md`, "RBP".
+Gains: ``linear`` (the grade; ir_measures' ``RBP``, ranx-style ``rbp.95``),
+``binary`` at a level (``RBP(rel=2)``) or ``scaled`` (trec_eval 10's ``rbp``,
+m_rbp.c: the grade divided by the query's top grade in the qrels when that exceeds
+1, so gains lie in [0, 1]; a per-query factor, applied to the linear statistics).
+Derivation: `docs/formulas.md`, "RBP".
 
 References:
     A. Moffat and J. Zobel, "Rank-Biased Precision for Measurement of Retrieval
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import Judged, Params
+from .common import LINEAR, SCALED, Judged, Params, inverse, scaled
 from .dcg import longest, weighted
 
 
@@ -27,4 +30,13 @@ def rbp(judged: Judged, p: Params) -> np.ndarray:
     weight = np.zeros(longest(judged) + 2)
     ranks = np.arange(1, weight.size)
     weight[1:] = (1.0 - p.persistence) * np.power(p.persistence, ranks - 1.0)
-    return weighted(judged, p, weight)
+    if p.gain != SCALED:
+        return weighted(judged, p, weight)
+    return scaled(weighted(judged, p._replace(gain=LINEAR), weight), inverse(np.maximum(top_grades(judged), 1.0)))
+
+
+def top_grades(judged: Judged) -> np.ndarray:
+    """(Q,) each query's highest grade in the qrels (0 for a query without qrels)."""
+    starts, stops = judged.qrel_offsets[:-1], judged.qrel_offsets[1:]
+    first = np.minimum(starts, max(judged.qrel_rel.size - 1, 0))
+    return np.where(stops > starts, judged.qrel_rel[first] if judged.qrel_rel.size else 0.0, 0.0)
