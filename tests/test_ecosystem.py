@@ -125,8 +125,8 @@ def test_bad_record_values_raise_what_the_dict_path_raises():
     qrels = [ir_measures.Qrel("1", "a", 1)]
     for score in (float("nan"), "x", None):
         run_records = [ir_measures.ScoredDoc("1", "a", score)]
-        from_dict = _raises_input_error(lambda: tieaware.evaluate({"1": {"a": 1}}, {"1": {"a": score}}, "mrr"))
-        assert _raises_input_error(lambda: tieaware.evaluate(qrels, run_records, "mrr")) == from_dict
+        from_dict = _raises_input_error(lambda s=score: tieaware.evaluate({"1": {"a": 1}}, {"1": {"a": s}}, "mrr"))
+        assert _raises_input_error(lambda r=run_records: tieaware.evaluate(qrels, r, "mrr")) == from_dict
 
 
 def test_unreadable_object_names_records_among_the_choices():
@@ -261,7 +261,7 @@ def test_mteb_predictions_given_as_a_run_point_to_the_loader(tmp_path):
     path = tmp_path / "SciFact_predictions.json"
     path.write_text(json.dumps(PREDICTIONS))
     for run in (PREDICTIONS, path):
-        message = _raises_input_error(lambda: tieaware.evaluate({"1": {"a": 1}}, run, "mrr"),
+        message = _raises_input_error(lambda r=run: tieaware.evaluate({"1": {"a": 1}}, r, "mrr"),
                                       match="holds MTEB predictions")
         assert "load_mteb_predictions" in message and "'default': ['test']" in message
 
