@@ -28,6 +28,7 @@ _EXPORTS = {
     "parse_metric": ".metrics",
     "read_trec_qrels": ".inputs",
     "read_trec_run": ".inputs",
+    "load_mteb_predictions": ".inputs",
     "TieawareError": ".errors",
     "InputError": ".errors",
     "UnknownMetricError": ".errors",
@@ -43,7 +44,7 @@ if TYPE_CHECKING:  # what static tools see; at run time `__getattr__` imports on
     from .comparison import ComparisonReport, compare
     from .errors import InputError, TieawareError, UnknownMetricError
     from .evaluation import evaluate
-    from .inputs import read_trec_qrels, read_trec_run
+    from .inputs import load_mteb_predictions, read_trec_qrels, read_trec_run
     from .metrics import MetricSpec, parse_metric
     from .report import EvaluationReport, MetricResult
     from .tie_census import census

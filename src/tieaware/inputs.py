@@ -6,7 +6,10 @@ Accepted for both: ranx ``Qrels``/``Run``; pytrec_eval-style dicts
 score tag``), a ranx-style ``.json`` file, a ``.parquet`` file or a ranx ``.lz4``
 file; a pandas DataFrame with ranx's column names (``q_id``, ``doc_id``,
 ``score``), ir_measures' (``query_id``, ``doc_id``, ``relevance``/``score``) or
-PyTerrier's (``qid``, ``docno``, ``label``/``score``).
+PyTerrier's (``qid``, ``docno``, ``label``/``score``); ir_measures / ir_datasets
+records (a list, iterator or generator of ``Qrel``/``TrecQrel`` with ``query_id,
+doc_id, relevance`` or ``ScoredDoc`` with ``query_id, doc_id, score``, recognised
+by those names and read once). MTEB predictions files: `load_mteb_predictions`.
 
 Files may be gzip, bzip2 or xz compressed (recognised by their first bytes,
 whatever their name) and may start with a UTF-8 byte-order mark. TREC files
@@ -17,8 +20,9 @@ an error here). Scores must be numbers as C's ``atof`` reads them the same way
 (no ``0_4``, no non-ASCII digits); ``inf``/``-inf`` are ordinary scores.
 
 Ids are strings, as trec_eval reads them: integer query or document ids in
-dicts and DataFrames are converted with ``str``, so the same data gives the same
-number whatever container it came in.
+dicts, records and DataFrames are converted with ``str`` (a run keyed by ``1``
+matches qrels keyed by ``"1"``), so the same data gives the same number whatever
+container it came in.
 
 ranx is imported only when a ranx object is passed (it is recognised through
 ``sys.modules``, so reading a dict never imports ranx).
@@ -39,18 +43,23 @@ import lzma
 import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from operator import attrgetter
 from pathlib import Path
 from typing import IO, Union
 
 from .errors import InputError, MissingFileError
 
-#: Anything `load_qrels` accepts: a ranx ``Qrels``, ``{qid: {docid: grade}}``, a path, a DataFrame.
-QrelsLike = Union["ranx.Qrels", Mapping, str, os.PathLike, "pd.DataFrame"]  # noqa: F821
-#: Anything `load_run` accepts: a ranx ``Run``, ``{qid: {docid: score}}``, a path, a DataFrame.
-RunLike = Union["ranx.Run", Mapping, str, os.PathLike, "pd.DataFrame"]  # noqa: F821
+#: Anything `load_qrels` accepts: a ranx ``Qrels``, ``{qid: {docid: grade}}``, a path, a DataFrame, records.
+QrelsLike = Union["ranx.Qrels", Mapping, str, os.PathLike, "pd.DataFrame", Iterable]  # noqa: F821
+#: Anything `load_run` accepts: a ranx ``Run``, ``{qid: {docid: score}}``, a path, a DataFrame, records.
+RunLike = Union["ranx.Run", Mapping, str, os.PathLike, "pd.DataFrame", Iterable]  # noqa: F821
 
 _RUN_COLUMNS = ("qid Q0 docid rank score tag", 6)
+_EXPECTED = {"run": "a run is {query_id: {doc_id: score}} with numbers as scores",
+             "qrels": "qrels are {query_id: {doc_id: relevance}} with numbers as grades"}
+#: The key that marks an MTEB predictions file (see `load_mteb_predictions`).
+MTEB_META = "mteb_model_meta"
 _QRELS_COLUMNS = ("qid iter docid rel", 4)
 _MAGIC = ((b"\x1f\x8b", gzip.open, "gzip"), (b"BZh", bz2.open, "bzip2"), (b"\xfd7zXZ\x00", lzma.open, "xz"))
 _DECOMPRESSION_ERRORS = (OSError, EOFError, lzma.LZMAError, ValueError)
@@ -311,14 +320,58 @@ def _layout_hint(kind: str, n_cols: int) -> str:
 
 
 # ------------------------------------------------------ other containers
+_RECORD_VALUE = {"qrels": "relevance", "run": "score"}
+
+
+def _is_records(obj) -> bool:
+    """An iterable that is not a mapping, a path or text: a list, iterator or generator of records."""
+    return isinstance(obj, Iterable) and not isinstance(obj, (Mapping, str, bytes, os.PathLike))
+
+
+def _from_records(records, kind: str) -> dict:
+    """``{qid: {docid: value}}`` from ir_measures/ir_datasets records, read once (a generator
+    works): ``Qrel``/``TrecQrel`` (``query_id, doc_id, relevance``) for qrels, ``ScoredDoc``
+    (``query_id, doc_id, score``) for runs, recognised by those attribute names. Integer ids
+    become strings; a document twice for a query is an error naming the record."""
+    value_field = _RECORD_VALUE[kind]
+    fields = attrgetter("query_id", "doc_id", value_field)
+    out: dict = {}
+    for index, record in enumerate(records):
+        try:
+            qid, docid, value = fields(record)
+        except AttributeError:
+            raise InputError(_record_error(record, index, kind)) from None
+        if type(qid) is not str:
+            qid = _string_id(qid, kind, f"record {index} query")
+        if type(docid) is not str:
+            docid = _string_id(docid, kind, f"record {index} document")
+        put_value(out, qid, docid, value, f"{kind} record {index}")
+    return out
+
+
+def _record_error(record, index: int, kind: str) -> str:
+    value_field = _RECORD_VALUE[kind]
+    other = "run" if kind == "qrels" else "qrels"
+    has = list(getattr(record, "_fields", ())) or [n for n in ("query_id", "doc_id", "relevance", "score")
+                                                   if hasattr(record, n)]
+    hint = ""
+    if hasattr(record, "query_id") and hasattr(record, "doc_id") and hasattr(record, _RECORD_VALUE[other]):
+        hint = f" It has {_RECORD_VALUE[other]!r}: were {other} records given as the {kind}?"
+    return (f"{kind} record {index} is a {type(record).__name__} {record!r}: {kind} records need the attributes "
+            f"query_id, doc_id and {value_field} (ir_measures' {'Qrel' if kind == 'qrels' else 'ScoredDoc'}, "
+            f"ir_datasets' {'TrecQrel' if kind == 'qrels' else 'GenericScoredDoc'}){f'; it has {has}' if has else ''}."
+            + hint)
+
+
 def _from_dataframe(df, kind: str) -> dict:
     value_names = ("score",) if kind == "run" else ("relevance", "label", "rel", "score")
     q_col = next((c for c in ("q_id", "query_id", "qid") if c in df.columns), None)
-    d_col = next((c for c in ("doc_id", "docid", "docno") if c in df.columns), None)
+    # docno before docid: PyTerrier results carry both, docid being Terrier's internal number
+    d_col = next((c for c in ("doc_id", "docno", "docid") if c in df.columns), None)
     v_col = next((c for c in value_names if c in df.columns), None)
     if q_col is None or d_col is None or v_col is None:
         raise InputError(f"A {kind} DataFrame needs a query column (q_id, query_id or qid), a document column "
-                         f"(doc_id, docid or docno) and a value column ({', '.join(value_names)}); "
+                         f"(doc_id, docno or docid) and a value column ({', '.join(value_names)}); "
                          f"it has {list(df.columns)}.")
     out: dict = {}
     qids = df[q_col].astype(str).tolist()
@@ -333,7 +386,18 @@ def _from_json(path: Path, kind: str) -> dict:
         data = json.loads(read_text(path, kind))
     except ValueError as exc:
         raise InputError(f"Cannot read {kind} JSON file {str(path)!r}: {exc}.") from None
-    return _checked_mapping(data, kind, f"{kind} JSON file {str(path)!r}")
+    what = f"{kind} JSON file {str(path)!r}"
+    return _checked_numbers(_checked_mapping(data, kind, what), kind, what)
+
+
+def _checked_numbers(table: dict, kind: str, what: str) -> dict:
+    """``table`` itself when every value is a JSON number, else an error naming the first that is not."""
+    for qid, docs in table.items():
+        for docid, value in docs.items():
+            if type(value) not in (int, float):
+                raise InputError(f"{what}: query {qid!r}, document {docid!r} maps to {value!r} "
+                                 f"({type(value).__name__}); {_EXPECTED[kind]}.")
+    return table
 
 
 def _from_lz4(path: Path, kind: str) -> dict:
@@ -367,12 +431,15 @@ def _from_file(path: Path, kind: str) -> dict:
 def _checked_mapping(obj, kind: str, what: str) -> dict:
     """``{qid: {docid: value}}`` with string ids; anything else is named."""
     if not isinstance(obj, Mapping):
-        raise InputError(f"{what} must be a mapping {{qid: {{docid: value}}}}, got {type(obj).__name__}.")
+        raise InputError(f"{what} is a {type(obj).__name__}; {_EXPECTED[kind]}.")
+    if MTEB_META in obj:
+        raise InputError(f"{what} holds MTEB predictions ({MTEB_META!r}, then subset and split levels: "
+                         f"{_mteb_choices(obj)}); read the run with tieaware.inputs.load_mteb_predictions(path, "
+                         "subset=..., split=...).")
     out = {}
     for qid, docs in obj.items():
         if not isinstance(docs, Mapping):
-            raise InputError(f"{what}: query {qid!r} maps to {type(docs).__name__}, expected a mapping "
-                             f"{{docid: value}}.")
+            raise InputError(f"{what}: query {qid!r} maps to {type(docs).__name__}; {_EXPECTED[kind]}.")
         key = qid if type(qid) is str else _string_id(qid, kind, "query")
         if key in out:
             raise InputError(f"{what}: query id {qid!r} appears twice once ids are read as strings.")
@@ -388,14 +455,23 @@ def _string_id(value, kind: str, what: str) -> str:
     raise InputError(f"{kind} {what} id {value!r} is a {type(value).__name__}; ids are strings (or integers).")
 
 
+def _all_strings(keys) -> bool:
+    """True when every key is a ``str``: ``str.join`` stops at the first that is not, in C
+    (about 15 ns an id, a tenth of a Python loop's cost)."""
+    try:
+        "".join(keys)
+    except TypeError:
+        return False
+    return True
+
+
 def _string_keys(docs: Mapping, kind: str, qid: str) -> Mapping:
-    """The inner dict itself when its ids are strings (every key of a qrels query, the first
-    key of a run query), else a copy with ``str`` ids; a collision such as ``1`` and ``"1"``
-    is an error."""
+    """The inner dict itself when all its ids are strings, else a copy with ``str`` ids
+    (so a run ``{"a": 0.5, 2: 0.1}`` matches qrels document ``"2"``); a collision such as
+    ``1`` and ``"1"`` is an error."""
     if not docs:
         return docs
-    if isinstance(docs, dict) and (all(type(d) is str for d in docs) if kind == "qrels"
-                                   else type(next(iter(docs))) is str):
+    if isinstance(docs, dict) and _all_strings(docs):
         return docs
     out = {}
     for doc, value in docs.items():
@@ -405,6 +481,60 @@ def _string_keys(docs: Mapping, kind: str, qid: str) -> Mapping:
                              "as strings.")
         out[key] = value
     return out
+
+
+# ------------------------------------------------------------------ MTEB
+def load_mteb_predictions(predictions, subset: str | None = None, split: str | None = None) -> dict:
+    """The run ``{query_id: {doc_id: score}}`` of one subset and split of MTEB retrieval predictions.
+
+    ``mteb.evaluate(..., prediction_folder=...)`` writes ``{Task}_predictions.json`` as
+    ``{"mteb_model_meta": {...}, subset: {split: {query_id: {doc_id: score}}}}``; give its path
+    (plain or compressed) or the parsed dict. ``subset`` and ``split`` default to the only
+    one there is; with several, an error lists them. MTEB keeps each query's ``top_k``
+    documents with ``torch.topk``, which cuts through tie groups: save predictions with a
+    ``top_k`` deeper than the deepest cutoff evaluated (docs/ecosystem.md).
+    """
+    if isinstance(predictions, (str, os.PathLike)):
+        path = _checked_path(predictions, "MTEB predictions")
+        what = f"MTEB predictions file {str(path)!r}"
+        try:
+            predictions = json.loads(read_text(path, "MTEB predictions"))
+        except ValueError as exc:
+            if isinstance(exc, InputError):
+                raise
+            raise InputError(f"{what} is not valid JSON ({exc}).") from None
+    else:
+        what = "MTEB predictions"
+    if not isinstance(predictions, Mapping) or MTEB_META not in predictions:
+        got = type(predictions).__name__ if not isinstance(predictions, Mapping) else \
+            f"keys {sorted(map(str, predictions))[:5]}"
+        raise InputError(f"{what}: expected MTEB's {{{MTEB_META!r}: {{...}}, subset: {{split: "
+                         f"{{query_id: {{doc_id: score}}}}}}}}, got {got}.")
+    subsets = {k: v for k, v in predictions.items() if k != MTEB_META}
+    subset = _mteb_pick(subsets, subset, "subset", what)
+    splits = subsets[subset]
+    if not isinstance(splits, Mapping):
+        raise InputError(f"{what}: subset {subset!r} maps to {type(splits).__name__}, expected {{split: run}}.")
+    split = _mteb_pick(splits, split, "split", f"{what} subset {subset!r}")
+    where = f"{what} [{subset!r}][{split!r}]"
+    return _checked_numbers(_checked_mapping(splits[split], "run", where), "run", where)
+
+
+def _mteb_pick(choices: Mapping, chosen, level: str, what: str):
+    if chosen is None:
+        if len(choices) == 1:
+            return next(iter(choices))
+        raise InputError(f"{what} holds {len(choices)} {level}s {sorted(map(str, choices))}: choose one with "
+                         f"{level}=...")
+    if chosen not in choices:
+        raise InputError(f"{what} has no {level} {chosen!r}; it has {sorted(map(str, choices))}.")
+    return chosen
+
+
+def _mteb_choices(predictions: Mapping) -> str:
+    """``'default': ['dev', 'test']`` for each subset of MTEB predictions."""
+    return "; ".join(f"{subset!r}: {sorted(map(str, splits)) if isinstance(splits, Mapping) else '?'}"
+                     for subset, splits in predictions.items() if subset != MTEB_META)
 
 
 def load_qrels(qrels):
@@ -429,10 +559,14 @@ def _load(obj, kind: str):
         return _from_file(_checked_path(obj, kind), kind)
     if _is_dataframe(obj):
         return _from_dataframe(obj, kind)
+    if _is_records(obj):
+        return _from_records(obj, kind)
     ranx_type = "Run" if kind == "run" else "Qrels"
     raise InputError(f"Cannot read {kind} of type {type(obj).__name__}: give a ranx {ranx_type}, "
-                     f"a dict {{qid: {{docid: value}}}}, a TREC file path or a pandas DataFrame.")
+                     f"a dict {{qid: {{docid: value}}}}, a TREC file path, a pandas DataFrame or "
+                     f"ir_measures/ir_datasets records (query_id, doc_id, {_RECORD_VALUE[kind]}).")
 
 
-__all__ = ["QrelsLike", "RunLike", "file_stem", "iter_lines", "load_qrels", "load_run", "open_text", "read_text",
+__all__ = ["QrelsLike", "RunLike", "file_stem", "iter_lines", "load_mteb_predictions", "load_qrels", "load_run",
+           "open_text", "read_text",
            "read_trec_qrels", "read_trec_run", "is_ranx_qrels", "is_ranx_run"]
