@@ -12,6 +12,7 @@ the standard library is imported to parse arguments, so ``--help`` and usage err
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -157,6 +158,30 @@ def _shared_queries(qrels: dict, run: dict, path, command: str) -> dict:
     _say(command, "warning", f"run {path}: {len(extra)} of its {len(run)} queries have no qrels and are not "
          f"evaluated (e.g. {extra[:5]}), as trec_eval does.")
     return {qid: docs for qid, docs in run.items() if qid in qrels}
+
+
+def _shared_runs(qrels_path, paths: list, command: str) -> tuple:
+    """(qrels, {run name: run}) for compare and plot: each run read once, its queries without qrels
+    dropped with a warning (`_shared_queries`)."""
+    from .inputs import load_qrels, load_run
+
+    qrels = load_qrels(qrels_path)
+    if not isinstance(qrels, dict):
+        qrels = qrels.to_dict()
+    runs = {}
+    for name, path in zip(_run_names(paths), paths):
+        run = load_run(path)
+        runs[name] = _shared_queries(qrels, run, path, command) if isinstance(run, dict) else run
+    return qrels, runs
+
+
+@contextlib.contextmanager
+def _cli_remedy():
+    """A query mismatch error names the CLI's remedy, -c, not the Python keyword."""
+    try:
+        yield
+    except QueryMismatchError as exc:
+        raise QueryMismatchError(exc.missing, exc.extra, remedy="pass -c (--make-comparable)") from None
 
 
 def _top_with_ties(run: dict, depth: int, path, command: str) -> dict:
@@ -323,8 +348,9 @@ def cmd_eval(args) -> int:
     from .inputs import load_qrels
 
     metrics, lines, rejected = _metric_names(args.metrics, args.relevance_level, keep_going=args.keep_going)
-    if lines and args.output != "trec":
-        raise InputError(f"{' and '.join(lines)} are lines of -o trec only; drop -m {lines[0]} for -o {args.output}.")
+    asked = [value for value in args.metrics or () if value in TREC_LINES]
+    if asked and args.output != "trec":
+        raise InputError(f"{' and '.join(asked)}: lines of -o trec only; drop -m {asked[0]} for -o {args.output}.")
     if not metrics:
         raise UnknownMetricError("-o trec needs a metric besides runid and num_q.")
     if args.per_query_out and len(args.runs) > 1:
@@ -373,11 +399,13 @@ def cmd_compare(args) -> int:
                                              keep_going=args.keep_going)
     if lines:
         raise InputError(f"{' and '.join(lines)} are lines of `tieaware eval -o trec` only.")
-    runs = dict(zip(_run_names(args.runs), args.runs))
-    report = compare(args.qrels, runs, metrics, stat_test=None if args.stat_test == "none" else args.stat_test,
-                     n_permutations=args.permutations, max_p=args.max_p, random_seed=args.seed,
-                     rounding_digits=args.digits, make_comparable=args.make_comparable, oblivious=args.oblivious,
-                     relevance_level=args.relevance_level, show_progress=sys.stderr.isatty())
+    qrels, runs = _shared_runs(args.qrels, args.runs, "compare")
+    with _cli_remedy():
+        report = compare(qrels, runs, metrics, stat_test=None if args.stat_test == "none" else args.stat_test,
+                         n_permutations=args.permutations, max_p=args.max_p, random_seed=args.seed,
+                         rounding_digits=args.digits, make_comparable=args.make_comparable,
+                         oblivious=args.oblivious, relevance_level=args.relevance_level,
+                         show_progress=sys.stderr.isatty())
     if args.output == "table":
         sys.stdout.write(report.to_table() + "\n")
     elif args.output == "latex":
@@ -413,11 +441,12 @@ def cmd_ties(args) -> int:
 def cmd_plot(args) -> int:
     from .comparison import plot_at_k
 
-    runs = dict(zip(_run_names(args.runs), args.runs))
+    qrels, runs = _shared_runs(args.qrels, args.runs, "plot")
     families = [family for value in args.metrics or ["ndcg"] for family in value.split(",") if family]
-    plot_at_k(args.qrels, runs, families, args.k or DEFAULT_KS, args.out,
-              oblivious=args.oblivious, relevance_level=args.relevance_level,
-              make_comparable=args.make_comparable, title=args.title)
+    with _cli_remedy():
+        plot_at_k(qrels, runs, families, args.k or DEFAULT_KS, args.out,
+                  oblivious=args.oblivious, relevance_level=args.relevance_level,
+                  make_comparable=args.make_comparable, title=args.title)
     print(f"tieaware: wrote {args.out}", file=sys.stderr)
     return EXIT_OK
 
