@@ -314,7 +314,9 @@ def _write_trec(frame, runids: dict, num_queries: dict, lines: list, relevance_l
 
 def _evaluate_file(qrels, path, metrics: list, args):
     """One run file evaluated as trec_eval evaluates it: queries without qrels dropped with a warning,
-    ``-M`` applied; qrels queries the run lacks are an error without ``-c`` (trec_eval 10 stops too)."""
+    ``-M`` applied; qrels queries the run lacks are an error without ``-c`` (trec_eval 10 stops too).
+    ``--stream`` learns the run's queries only by reading it, so a run whose queries differ from the qrels'
+    is read a second time."""
     from .evaluation import evaluate
     from .inputs import load_run
 
@@ -323,14 +325,14 @@ def _evaluate_file(qrels, path, metrics: list, args):
     if args.stream:
         if args.max_docs is not None:
             raise InputError("-M reads each run in memory: drop --stream (or cut the run file first).")
-        try:
-            return evaluate(qrels, path, metrics, make_comparable=args.make_comparable, stream=args.stream,
-                            **options)
+        try:  # first without make_comparable, so that run queries without qrels are named, also with -c
+            return evaluate(qrels, path, metrics, make_comparable=False, stream=args.stream, **options)
         except QueryMismatchError as exc:
-            if exc.missing:
-                raise
-            _say("eval", "warning", f"run {path}: {len(exc.extra)} of its queries have no qrels and are not "
-                 f"evaluated (e.g. {exc.extra[:5]}), as trec_eval does; reading the run a second time.")
+            if exc.extra:
+                _say("eval", "warning", f"run {path}: {len(exc.extra)} of its queries have no qrels and are not "
+                     f"evaluated (e.g. {exc.extra[:5]}), as trec_eval does.")
+            if exc.missing and not args.make_comparable:
+                raise QueryMismatchError(exc.missing, []) from None
             return evaluate(qrels, path, metrics, make_comparable=True, stream=args.stream, **options)
     run = load_run(path)
     if isinstance(run, dict):
