@@ -56,6 +56,18 @@ def test_options_before_the_files(capsys, tiny):
     assert "qrels but not in the run" in err and "pass -c (--make-comparable)" in err
 
 
+@pytest.mark.parametrize(("where", "expected"), [(["--stream"], True), (["--stream", "2"], 2),
+                                                 (["--stream=3"], 3), ([], None)])
+def test_bare_stream_before_the_files_does_not_swallow_the_qrels(monkeypatch, capsys, tiny, where, expected):
+    seen = []
+    real = cli._evaluate_file
+    monkeypatch.setattr(cli, "_evaluate_file", lambda qrels, path, metrics, args: (
+        seen.append((args.qrels, args.runs, args.stream)), real(qrels, path, metrics, args))[1])
+    assert main(["eval", "-m", "P.1", *where, *tiny]) == 0
+    assert seen == [(tiny[0], [tiny[1]], expected)]
+    assert cli._bare_flags(["eval", "--stream", "q", "--", "--stream"]) == ["eval", "q", "--stream", "--", "--stream"]
+
+
 def test_a_trec_family_without_cutoff_takes_trec_evals_cutoffs(capsys, tiny):
     assert list(eval_json(capsys, *tiny, "-m", "success")[0]) == ["success_1", "success_5", "success_10"]
 

@@ -603,8 +603,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--fail-range-above", type=_non_negative, metavar="X",
                     help="exit 1 when the range of any mean (max - min over tie orders) exceeds X")
     ev.add_argument("--stream", nargs="?", type=_positive_int, const=True, default=None, metavar="QUERIES",
-                    help="read each run in chunks of whole queries (default 1,000 a chunk; write --stream=N "
-                    "before the files): memory grows with the chunk, not the run; the numbers are the same")
+                    help="read each run in chunks of whole queries (default 1,000 a chunk; --stream N for N): "
+                    "memory grows with the chunk, not the run; the numbers are the same")
     ev.add_argument("--per-query-out", metavar="PATH",
                     help="write per-query rows (TSV, or .parquet) as they are produced, for `tieaware merge`")
     ev.set_defaults(handler=cmd_eval)
@@ -710,11 +710,24 @@ def _error_line(exc: BaseException) -> str:
     return " ".join(str(message).split())
 
 
+def _bare_flags(argv: list) -> list:
+    """``--stream`` followed by anything but a number is the bare flag: argparse's optional value would
+    swallow the qrels file of ``tieaware eval --stream QRELS RUN``, so it becomes ``--stream`` alone,
+    written last (before any ``--``)."""
+    argv = list(argv)
+    end = argv.index("--") if "--" in argv else len(argv)
+    bare = [i for i in range(end) if argv[i] == "--stream" and not (i + 1 < end and argv[i + 1].isdigit())]
+    if not bare:
+        return argv
+    rest = [arg for i, arg in enumerate(argv[:end]) if i not in bare]
+    return rest + ["--stream"] + argv[end:]
+
+
 def main(argv=None) -> int:
     """Run the ``tieaware`` command line; returns the exit code."""
     parser = build_parser()
     try:
-        args, unknown = parser.parse_known_args(argv)
+        args, unknown = parser.parse_known_args(_bare_flags(sys.argv[1:] if argv is None else argv))
         if unknown:  # a mistyped option: the subcommand's usage, not the top level's
             parser.subcommands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:
