@@ -36,7 +36,7 @@ def run_cli(*args, command=None) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def eval_json():
     """`tieaware eval ... -q -o json` on the fp32 and bf16 runs, through the console script."""
-    proc = run_cli("eval", QRELS, FP32, BF16, "-m", *TREC_METRICS, "-q", "-o", "json")
+    proc = run_cli("eval", QRELS, FP32, BF16, *(f"-m{name}" for name in TREC_METRICS), "-q", "-o", "json")
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -90,22 +90,22 @@ def test_console_script_error_is_one_line_with_exit_code_2(tmp_path):
 def test_eval_does_not_import_torch_and_writes_trec_layout():
     code = ("import sys; from tieaware.cli import main; rc = main(sys.argv[1:]); "
             "print('TORCH', 'torch' in sys.modules); sys.exit(rc)")
-    proc = run_cli("eval", QRELS, BF16, "-m", "ndcg_cut.10", "P.10", "-q", "-o", "trec",
+    proc = run_cli("eval", QRELS, BF16, "-m", "ndcg_cut.10", "-m", "P.10", "-q", "-o", "trec",
                    command=[sys.executable, "-c", code])
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[-1] == "TORCH False"
-    assert lines[0] == f"{'ndcg_cut.10':<22}\t1\t0.6793"  # trec_eval's %-22s\t%s\t%.4f, E[M] of query 1
-    assert lines[1].startswith(f"{'P.10':<22}\t1\t")
-    assert f"{'runid':<22}\tall\t{BF16_NAME}" in lines
+    # trec_eval's names and order (P before ndcg_cut), its "%-22s\t%s\t%6.4f"; E[M] of query 1
+    assert lines[0].startswith(f"{'P_10':<22}\t1\t")
+    assert lines[1] == f"{'ndcg_cut_10':<22}\t1\t0.6793"
     expected = tieaware.evaluate(str(QRELS), str(BF16), "ndcg_cut.10").expected
-    assert lines[-3] == f"{'ndcg_cut.10':<22}\tall\t{expected:.4f}"
-    assert len(lines) == 2 * 225 + 1 + 2 + 1
+    assert lines[-2] == f"{'ndcg_cut_10':<22}\tall\t{expected:.4f}"
+    assert len(lines) == 2 * 225 + 2 + 1  # no runid / num_q lines unless asked for, as in trec_eval
 
 
 # ---------------------------------------------------------------- in-process
 def test_metric_options_repeat_take_several_names_and_trec_lists(capsys):
-    assert main(["eval", str(QRELS), str(FP32), "-m", "P.5,10", "-m", "nDCG@10", "ndcg@10", "-o", "json"]) == 0
+    assert main(["eval", str(QRELS), str(FP32), "-m", "P.5,10", "-m", "nDCG@10", "-m", "ndcg@10", "-o", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["metric"] for r in rows] == ["P.5", "P.10", "nDCG@10", "ndcg@10"]
     assert rows[2]["expected"] == rows[3]["expected"]  # ir_measures and ranx syntax, same metric
@@ -156,8 +156,9 @@ def test_malformed_line_and_wrong_kind(capsys, tmp_path):
 
 
 def test_usage_error_exit_2(capsys):
-    assert main(["eval", str(QRELS), str(FP32)]) == 2  # no -m
-    assert "-m/--metric" in capsys.readouterr().err
+    assert main(["eval", str(QRELS), str(FP32), "--bogus"]) == 2
+    err = capsys.readouterr().err
+    assert "usage: tieaware eval" in err and "unrecognized arguments: --bogus" in err
     assert main(["--help"]) == 0
 
 
@@ -174,7 +175,7 @@ def test_make_comparable_flag(capsys, tmp_path):
 
 
 def test_ties_census(capsys):
-    assert main(["ties", str(FP32), str(BF16), "-k", "10", "100", "-o", "json"]) == 0
+    assert main(["ties", str(FP32), str(BF16), "-k", "10", "-k", "100", "-o", "json"]) == 0
     rows = {(r["run"], r["k"]): r for r in json.loads(capsys.readouterr().out)}
     expected = tieaware.census(str(BF16), ks=(10, 100))
     assert rows[BF16_NAME, 10]["unique_scores"] == expected.loc[10, "unique_scores"]
@@ -183,7 +184,7 @@ def test_ties_census(capsys):
 
 
 def test_compare_json_and_fail_on_flag(capsys):
-    args = ["compare", str(QRELS), str(FP32), str(BF16), "-m", "ndcg@10", "P@10"]
+    args = ["compare", str(QRELS), str(FP32), str(BF16), "-m", "ndcg@10", "-m", "P@10"]
     assert main(args + ["-o", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["model_names"] == [FP32_NAME, BF16_NAME]  # ranx's schema, tieaware's additions beside it
@@ -263,7 +264,7 @@ def test_internal_errors_show_their_traceback_input_errors_one_line(monkeypatch,
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(cli, "evaluate", broken)
+    monkeypatch.setattr(cli, "_evaluate_file", broken)
     with pytest.raises(RuntimeError, match="a bug"):  # not turned into exit code 2
         main(["eval", str(QRELS), str(FP32), "-m", "ndcg@10"])
     monkeypatch.undo()

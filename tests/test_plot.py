@@ -56,7 +56,7 @@ def test_metric_at_k_names():
 
 def test_cli_plot(tmp_path, capsys):
     out = tmp_path / "cli.png"
-    assert main(["plot", QRELS, *RUNS, "-m", "mrr", "-k", "1", "10", "--out", str(out)]) == 0
+    assert main(["plot", QRELS, *RUNS, "-m", "mrr", "-k", "1,10", "--out", str(out)]) == 0
     assert out.read_bytes().startswith(PNG_MAGIC)
     assert main(["plot", QRELS, *RUNS, "-m", "bpref", "--out", str(out)]) == 2
     assert "takes no cutoff" in capsys.readouterr().err

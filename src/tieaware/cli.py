@@ -1,55 +1,144 @@
-"""`tieaware` console script: ``eval``, ``compare``, ``ties``, ``plot`` and ``score``.
+"""`tieaware` console script: ``eval``, ``compare``, ``ties``, ``plot``, ``merge``, ``score``, ``warmup``.
 
 Exit codes: 0 success; 1 a check failed (``--fail-range-above``, ``--fail-on-flag``);
 2 bad input or usage, reported as one line on stderr (``tieaware --traceback ...``
-shows the traceback). Anything else is a bug and shows its traceback. ``score`` imports torch
-(the ``hps`` extra) when it runs; no other command does.
+shows the traceback), also after ``--keep-going`` printed what it could. Anything else is a bug and
+shows its traceback. ``score`` imports torch (the ``hps`` extra) when it runs; no other command does.
+
+trec_eval's habits: ``-m`` once per measure (options may come before the files), ``official`` when no
+``-m`` is given, ``-q``, ``-c``, ``-l``, ``-M``, ``-o trec`` in trec_eval's layout. Nothing heavier than
+the standard library is imported to parse arguments, so ``--help`` and usage errors answer at once.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
-import re
 import sys
+import warnings
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from .comparison import DEFAULT_KS, STAT_TESTS, compare, plot_at_k
-from .errors import InputError, QueryMismatchError, TieawareError
-from .evaluation import evaluate
-from .inputs import file_stem, load_qrels, load_run, read_texts, write_trec_run
-from .metrics import parse_metric
-from .ranked_lists import OBLIVIOUS_ORDERS
-from .report import SUMMARY_COLUMNS
-from .tie_census import census
+from . import __version__
+from .errors import InputError, QueryMismatchError, TieawareError, UnknownMetricError
+from .metrics import expand_names, parse_metric
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_ERROR = 0, 1, 2
 OUTPUT_FORMATS = ("table", "tsv", "csv", "json", "trec")
 HPS_MODES = {"none": False, "upcast": True, "head": "head"}
 SCORERS = ("bi-encoder", "cross-encoder", "yes-no")
-_TREC_CUTOFF_LIST = re.compile(r"(?P<base>[A-Za-z_]+[._])(?P<ks>\d+(?:,\d+)+)")
+# Copies of library constants, so building the parser imports no numpy/pandas/numba/ranx
+# (tests/test_cli_trec_habits.py checks they equal the originals).
+DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)  # comparison.DEFAULT_KS
+STAT_TESTS = ("student", "fisher", "tukey")  # comparison.STAT_TESTS
+OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures")  # ranked_lists.OBLIVIOUS_ORDERS
+#: trec_eval's print-only lines of the ``all`` block (``-m runid``, ``-m num_q``; in ``official`` too).
+TREC_LINES = ("runid", "num_q")
+#: trec_eval's measures in the order it prints them (its ``te_trec_measures`` table), the ones tieaware computes.
+TREC_PRINT_ORDER = ("map", "Rprec", "bpref", "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "map_cut", "success",
+                    "set_P", "set_relative_P", "set_recall", "set_map", "set_F")
+#: trec_eval's base name of a family, without (False) or with (True) a cutoff.
+_TREC_BASE = {("ap", False): "map", ("rprec", False): "Rprec", ("bpref", False): "bpref", ("rr", False): "recip_rank",
+              ("precision", True): "P", ("recall", True): "recall", ("ndcg", False): "ndcg",
+              ("ndcg", True): "ndcg_cut", ("ap", True): "map_cut", ("success", True): "success",
+              ("set_p", False): "set_P", ("set_relative_p", False): "set_relative_P",
+              ("set_recall", False): "set_recall", ("set_map", False): "set_map", ("set_f", False): "set_F"}
 
 
 # ------------------------------------------------------------------ helpers
-def _metric_names(values: list, relevance_level: int) -> list:
-    """Names as given, trec_eval's ``P.5,10`` lists expanded, repeats dropped; each one parsed (so an
-    unknown name fails before any file is read)."""
-    names = []
+def _say(command: str, kind: str, message: str) -> None:
+    """One line on stderr: ``tieaware eval: warning: ...``."""
+    print(f"tieaware {command}: {kind}: {' '.join(message.split())}", file=sys.stderr)
+
+
+def _metric_names(values: list | None, relevance_level: int, *, command: str = "eval",
+                  keep_going: bool = False) -> tuple[list, list, bool]:
+    """(metric names, trec_eval print-only lines asked for, whether a name was rejected).
+
+    ``values`` are the ``-m`` values: each may be a trec_eval list (``P.5,10``), a family that takes
+    trec_eval's default cutoffs (``P``) or a group (``official``, ``all_trec``; its warning about the
+    members tieaware leaves out becomes one stderr line); repeats are dropped. None (no ``-m``):
+    trec_eval's default, ``official``, silently (the help says what it leaves out). Every name is parsed
+    here, so an unknown one fails before any file is read; with ``keep_going`` it is reported on stderr
+    and skipped."""
+    if values is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return expand_names("official"), list(TREC_LINES), False
+    names, lines, rejected = [], [], False
     for value in values:
-        match = _TREC_CUTOFF_LIST.fullmatch(value)
-        expanded = [match["base"] + k for k in match["ks"].split(",")] if match else [value]
-        names += [name for name in expanded if name not in names]
-    for name in names:
-        parse_metric(name, relevance_level)
-    return names
+        if value in TREC_LINES or value in ("official", "all_trec"):  # trec_eval prints these lines for both groups
+            lines += [line for line in (TREC_LINES if value not in TREC_LINES else (value,)) if line not in lines]
+            if value in TREC_LINES:
+                continue
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            expanded = expand_names(value)
+        for warning in caught:
+            _say(command, "warning", str(warning.message))
+        for name in expanded:
+            if name in names:
+                continue
+            try:
+                parse_metric(name, relevance_level)
+            except UnknownMetricError as exc:
+                if not keep_going:
+                    raise
+                _say(command, "error", f"{exc} (--keep-going: the other metrics go on)")
+                rejected = True
+                continue
+            names.append(name)
+    if not names and not lines:
+        raise UnknownMetricError("No metric left to evaluate." if rejected else "No metric given.")
+    return names, lines, rejected
+
+
+def _trec_eval_name(name: str, relevance_level: int) -> str:
+    """The name trec_eval prints for a metric (``P_10``, ``ndcg_cut_10``, ``map``, ``recip_rank``), when
+    trec_eval's measure of that name at this ``-l`` is the same metric; else the name as given
+    (``ndcg@10`` keeps ranx's gains, ``hits@10`` has no trec_eval measure)."""
+    spec = parse_metric(name, relevance_level)
+    base = _TREC_BASE.get((spec.family, spec.k is not None))
+    if base is None:
+        return name
+    trec_name = base if spec.k is None else f"{base}_{spec.k}"
+    try:
+        same = parse_metric(trec_name, relevance_level).with_name(name) == spec
+    except UnknownMetricError:
+        same = False
+    return trec_name if same else name
+
+
+def _trec_order_key(trec_name: str) -> tuple:
+    """trec_eval's print order: its measure table, then cutoffs ascending; other names after, as given."""
+    base, _, k = trec_name.rpartition("_")
+    if base in TREC_PRINT_ORDER and k.isdigit():
+        return TREC_PRINT_ORDER.index(base), int(k)
+    if trec_name in TREC_PRINT_ORDER:
+        return TREC_PRINT_ORDER.index(trec_name), 0
+    return len(TREC_PRINT_ORDER), 0
+
+
+def _run_tag(path) -> str | None:
+    """The sixth column of a TREC run file's first line (trec_eval's ``runid``); None for other formats."""
+    from .inputs import open_text
+
+    try:
+        with open_text(path) as lines:
+            for line in lines:
+                fields = line.split()
+                if fields and not fields[0].startswith("#"):
+                    return fields[5] if len(fields) >= 6 else None
+    except (OSError, UnicodeDecodeError, TieawareError):
+        return None
+    return None
 
 
 def _run_names(paths: list) -> list:
     """File stems as run names, or the paths as given when two stems coincide; a run given twice is an error."""
+    from .inputs import file_stem
+
     seen = set()
     for path in paths:
         resolved = Path(path).resolve()
@@ -58,6 +147,64 @@ def _run_names(paths: list) -> list:
         seen.add(resolved)
     stems = [file_stem(p) for p in paths]
     return stems if len(set(stems)) == len(stems) else list(paths)
+
+
+def _shared_queries(qrels: dict, run: dict, path, command: str) -> dict:
+    """The run without its queries that have no qrels (trec_eval ignores them too), with one stderr line
+    naming how many were dropped and the first few."""
+    extra = [qid for qid in run if qid not in qrels]
+    if not extra:
+        return run
+    _say(command, "warning", f"run {path}: {len(extra)} of its {len(run)} queries have no qrels and are not "
+         f"evaluated (e.g. {extra[:5]}), as trec_eval does.")
+    return {qid: docs for qid, docs in run.items() if qid in qrels}
+
+
+def _shared_runs(qrels_path, paths: list, command: str) -> tuple:
+    """(qrels, {run name: run}) for compare and plot: each run read once, its queries without qrels
+    dropped with a warning (`_shared_queries`)."""
+    from .inputs import load_qrels, load_run
+
+    qrels = load_qrels(qrels_path)
+    if not isinstance(qrels, dict):
+        qrels = qrels.to_dict()
+    runs = {}
+    for name, path in zip(_run_names(paths), paths):
+        run = load_run(path)
+        runs[name] = _shared_queries(qrels, run, path, command) if isinstance(run, dict) else run
+    return qrels, runs
+
+
+@contextlib.contextmanager
+def _cli_remedy():
+    """A query mismatch error names the CLI's remedy, -c, not the Python keyword."""
+    try:
+        yield
+    except QueryMismatchError as exc:
+        raise QueryMismatchError(exc.missing, exc.extra, remedy="pass -c (--make-comparable)") from None
+
+
+def _top_with_ties(run: dict, depth: int, path, command: str) -> dict:
+    """``-M depth``: per query the ``depth`` highest-scored documents plus every document tied with the
+    ``depth``-th. trec_eval keeps exactly ``depth`` (sorted by score, then doc id descending), so which
+    members of a tie group straddling the cut it drops is decided by doc ids, not scores; tieaware keeps
+    the whole group (no tie order decides what is evaluated) and says on stderr where that happened.
+    Without such a group the kept documents are trec_eval's."""
+    out, widened = {}, {}
+    for qid, docs in run.items():
+        scores = list(docs.values())
+        if len(scores) <= depth or any(s != s for s in scores):  # NaN: left for the evaluation to name
+            out[qid] = docs
+            continue
+        floor = sorted(scores, reverse=True)[depth - 1]
+        out[qid] = {doc: score for doc, score in docs.items() if score >= floor}
+        if len(out[qid]) > depth:
+            widened[qid] = len(out[qid]) - depth
+    if widened:
+        _say(command, "warning", f"-M {depth}: run {path}: a tie group straddles rank {depth} in {len(widened)} "
+             f"queries (e.g. {list(widened)[:5]}); kept all {sum(widened.values())} tied documents beyond rank "
+             f"{depth} instead of cutting the group in trec_eval's doc-id order.")
+    return out
 
 
 def _progress(items: list, desc: str):
@@ -81,6 +228,11 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _cutoffs(text: str) -> list:
+    """``-k 10`` or ``-k 5,10,20``: one or more positive cutoffs in one value."""
+    return [_positive_int(part) for part in text.split(",")]
+
+
 def _non_negative(text: str) -> float:
     value = float(text)
     if not math.isfinite(value) or value < 0:
@@ -95,12 +247,12 @@ def _probability(text: str) -> float:
     return value
 
 
-def _fixed(value: float, digits: int) -> str:
+def _fixed(value: float, digits: int, width: int = 0) -> str:
     """Fixed-point text without a "-0.0000" for tiny negative noise."""
-    return f"{round(value, digits) + 0.0:.{digits}f}"
+    return f"{round(value, digits) + 0.0:{width}.{digits}f}"
 
 
-def _write_frame(frame: pd.DataFrame, fmt: str, digits: int) -> None:
+def _write_frame(frame, fmt: str, digits: int) -> None:
     """A flat DataFrame as an aligned table, TSV, CSV (full precision) or a JSON list of objects."""
     if fmt == "table":
         text = frame.to_string(index=False, float_format=lambda x: _fixed(x, digits))
@@ -114,9 +266,14 @@ def _write_frame(frame: pd.DataFrame, fmt: str, digits: int) -> None:
 
 
 # --------------------------------------------------------------------- eval
-def _eval_frame(name: str, report, per_query: bool) -> pd.DataFrame:
+def _eval_frame(name: str, report, per_query: bool):
     """One run's rows: run, metric, [query,] expected, oblivious, min, max, range, bias, std; with
     ``per_query`` the per-query rows come first and the means follow as query 'all'."""
+    import numpy as np
+    import pandas as pd
+
+    from .report import SUMMARY_COLUMNS
+
     frame = report.to_dataframe()[SUMMARY_COLUMNS].reset_index()
     if per_query:
         queries = report.per_query().reset_index().rename(columns={"query_id": "query"})
@@ -128,49 +285,103 @@ def _eval_frame(name: str, report, per_query: bool) -> pd.DataFrame:
     return frame
 
 
-def _write_trec(frame: pd.DataFrame, digits: int) -> None:
-    """trec_eval's layout (``%-22s\\t%s\\t%.4f``) with E[M]: per-query lines grouped by query, then
-    the runid and the means under ``all``."""
+def _write_trec(frame, runids: dict, num_queries: dict, lines: list, relevance_level: int, digits: int) -> None:
+    """trec_eval's layout with E[M] in place of trec_eval's tie-order value: ``%-22s\\t%s\\t%6.4f``
+    (``--digits`` sets the 4), measures named and ordered as trec_eval prints them; with ``-q`` the
+    per-query lines, queries in trec_eval's (byte-wise) order; then ``all``: ``runid`` and ``num_q``
+    (when asked for, as in trec_eval's default set) and the means."""
     out = sys.stdout
     for run, block in frame.groupby("run", sort=False):
-        if "query" in block:
-            per_query = block[block["query"] != "all"]
-            position = {qid: i for i, qid in enumerate(pd.unique(per_query["query"]))}
-            per_query = per_query.sort_values("query", key=lambda q: q.map(position), kind="stable")
-            for row in per_query.itertuples(index=False):
-                out.write(f"{row.metric:<22}\t{row.query}\t{_fixed(row.expected, digits)}\n")
-            block = block[block["query"] == "all"]
-        out.write(f"{'runid':<22}\tall\t{run}\n")
+        names = {metric: _trec_eval_name(metric, relevance_level) for metric in dict.fromkeys(block["metric"])}
+        first = {}  # one line per trec_eval name, as trec_eval prints a measure once
+        for metric, trec_name in names.items():
+            first.setdefault(trec_name, metric)
+        order = sorted(first, key=_trec_order_key)
+        by_query = {}
         for row in block.itertuples(index=False):
-            out.write(f"{row.metric:<22}\tall\t{_fixed(row.expected, digits)}\n")
+            by_query.setdefault(getattr(row, "query", "all"), {})[row.metric] = row.expected
+        means = by_query.pop("all")
+        for qid in sorted(by_query, key=lambda q: q.encode("utf-8")):
+            for trec_name in order:
+                out.write(f"{trec_name:<22}\t{qid}\t{_fixed(by_query[qid][first[trec_name]], digits, 6)}\n")
+        if "runid" in lines:
+            out.write(f"{'runid':<22}\tall\t{runids[run]}\n")
+        if "num_q" in lines:
+            out.write(f"{'num_q':<22}\tall\t{num_queries[run]}\n")
+        for trec_name in order:
+            out.write(f"{trec_name:<22}\tall\t{_fixed(means[first[trec_name]], digits, 6)}\n")
+
+
+def _evaluate_file(qrels, path, metrics: list, args):
+    """One run file evaluated as trec_eval evaluates it: queries without qrels dropped with a warning,
+    ``-M`` applied; qrels queries the run lacks are an error without ``-c`` (trec_eval 10 stops too).
+    ``--stream`` learns the run's queries only by reading it, so a run whose queries differ from the qrels'
+    is read a second time."""
+    from .evaluation import evaluate
+    from .inputs import load_run
+
+    options = dict(oblivious=args.oblivious, relevance_level=args.relevance_level,
+                   per_query_out=args.per_query_out)
+    if args.stream:
+        if args.max_docs is not None:
+            raise InputError("-M reads each run in memory: drop --stream (or cut the run file first).")
+        try:  # first without make_comparable, so that run queries without qrels are named, also with -c
+            return evaluate(qrels, path, metrics, make_comparable=False, stream=args.stream, **options)
+        except QueryMismatchError as exc:
+            if exc.extra:
+                _say("eval", "warning", f"run {path}: {len(exc.extra)} of its queries have no qrels and are not "
+                     f"evaluated (e.g. {exc.extra[:5]}), as trec_eval does.")
+            if exc.missing and not args.make_comparable:
+                raise QueryMismatchError(exc.missing, []) from None
+            return evaluate(qrels, path, metrics, make_comparable=True, stream=args.stream, **options)
+    run = load_run(path)
+    if isinstance(run, dict):
+        run = _shared_queries(qrels, run, path, "eval")
+        if args.max_docs is not None:
+            run = _top_with_ties(run, args.max_docs, path, "eval")
+    elif args.max_docs is not None:
+        raise InputError("-M takes TREC or ranx JSON run files.")
+    return evaluate(qrels, run, metrics, make_comparable=args.make_comparable, **options)
 
 
 def cmd_eval(args) -> int:
-    metrics = _metric_names(args.metrics, args.relevance_level)
-    qrels = load_qrels(args.qrels)
-    frames = []
+    import pandas as pd
+
+    from .inputs import load_qrels
+
+    metrics, lines, rejected = _metric_names(args.metrics, args.relevance_level, keep_going=args.keep_going)
+    asked = [value for value in args.metrics or () if value in TREC_LINES]
+    if asked and args.output != "trec":
+        raise InputError(f"{' and '.join(asked)}: lines of -o trec only; drop -m {asked[0]} for -o {args.output}.")
+    if not metrics:
+        raise UnknownMetricError("-o trec needs a metric besides runid and num_q.")
     if args.per_query_out and len(args.runs) > 1:
         raise InputError("--per-query-out takes one run (write one table per run, then `tieaware merge` them).")
+    qrels = load_qrels(args.qrels)
+    if not isinstance(qrels, dict):
+        qrels = qrels.to_dict()
+    frames, runids, num_queries = [], {}, {}
     for name, path in _progress(list(zip(_run_names(args.runs), args.runs)), "evaluating"):
         try:
-            report = evaluate(qrels, path if args.stream else load_run(path), metrics,
-                              make_comparable=args.make_comparable, oblivious=args.oblivious,
-                              relevance_level=args.relevance_level, stream=args.stream or False,
-                              per_query_out=args.per_query_out)
+            report = _evaluate_file(qrels, path, metrics, args)
         except QueryMismatchError as exc:
             cli_error = QueryMismatchError(exc.missing, exc.extra, remedy="pass -c (--make-comparable)")
             raise InputError(f"run {path}: {cli_error}") from None
         except InputError as exc:
             raise InputError(f"run {path}: {exc}") from None
         frames.append(_eval_frame(name, report, args.per_query))
+        runids[name] = _run_tag(path) or name
+        num_queries[name] = len(report[metrics[0]].per_query)
     frame = pd.concat(frames, ignore_index=True)
     if args.output == "trec":
-        _write_trec(frame, args.digits)
+        _write_trec(frame, runids, num_queries, lines, args.relevance_level, args.digits)
     elif args.output == "table":
         table = frame.rename(columns={"oblivious": f"obl[{args.oblivious}]"})
         _write_frame(table, "table", args.digits)
     else:
         _write_frame(frame, args.output, args.digits)
+    if rejected:
+        return EXIT_ERROR
     if args.fail_range_above is not None:
         means = frame[frame["query"] == "all"] if args.per_query else frame
         too_wide = means[means["range"] > args.fail_range_above]
@@ -184,12 +395,19 @@ def cmd_eval(args) -> int:
 
 # ------------------------------------------------------------------ compare
 def cmd_compare(args) -> int:
-    metrics = _metric_names(args.metrics, args.relevance_level)
-    runs = dict(zip(_run_names(args.runs), args.runs))
-    report = compare(args.qrels, runs, metrics, stat_test=None if args.stat_test == "none" else args.stat_test,
-                     n_permutations=args.permutations, max_p=args.max_p, random_seed=args.seed,
-                     rounding_digits=args.digits, make_comparable=args.make_comparable, oblivious=args.oblivious,
-                     relevance_level=args.relevance_level, show_progress=sys.stderr.isatty())
+    from .comparison import compare
+
+    metrics, lines, rejected = _metric_names(args.metrics, args.relevance_level, command="compare",
+                                             keep_going=args.keep_going)
+    if lines:
+        raise InputError(f"{' and '.join(lines)} are lines of `tieaware eval -o trec` only.")
+    qrels, runs = _shared_runs(args.qrels, args.runs, "compare")
+    with _cli_remedy():
+        report = compare(qrels, runs, metrics, stat_test=None if args.stat_test == "none" else args.stat_test,
+                         n_permutations=args.permutations, max_p=args.max_p, random_seed=args.seed,
+                         rounding_digits=args.digits, make_comparable=args.make_comparable,
+                         oblivious=args.oblivious, relevance_level=args.relevance_level,
+                         show_progress=sys.stderr.isatty())
     if args.output == "table":
         sys.stdout.write(report.to_table() + "\n")
     elif args.output == "latex":
@@ -204,11 +422,16 @@ def cmd_compare(args) -> int:
     if args.fail_on_flag and not report.flagged.empty:
         print(f"tieaware: tie order alone could flip {len(report.flagged)} comparison(s)", file=sys.stderr)
         return EXIT_CHECK_FAILED
-    return EXIT_OK
+    return EXIT_ERROR if rejected else EXIT_OK
 
 
 # --------------------------------------------------------------------- ties
 def cmd_ties(args) -> int:
+    import pandas as pd
+
+    from .inputs import load_run
+    from .tie_census import census
+
     frames = {name: census(load_run(path), ks=args.k or DEFAULT_KS)
               for name, path in zip(_run_names(args.runs), args.runs)}
     frame = pd.concat(frames, names=["run", "k"]).reset_index()
@@ -218,10 +441,14 @@ def cmd_ties(args) -> int:
 
 # --------------------------------------------------------------------- plot
 def cmd_plot(args) -> int:
-    runs = dict(zip(_run_names(args.runs), args.runs))
-    plot_at_k(args.qrels, runs, args.metrics or ["ndcg"], args.k or DEFAULT_KS, args.out,
-              oblivious=args.oblivious, relevance_level=args.relevance_level,
-              make_comparable=args.make_comparable, title=args.title)
+    from .comparison import plot_at_k
+
+    qrels, runs = _shared_runs(args.qrels, args.runs, "plot")
+    families = [family for value in args.metrics or ["ndcg"] for family in value.split(",") if family]
+    with _cli_remedy():
+        plot_at_k(qrels, runs, families, args.k or DEFAULT_KS, args.out,
+                  oblivious=args.oblivious, relevance_level=args.relevance_level,
+                  make_comparable=args.make_comparable, title=args.title)
     print(f"tieaware: wrote {args.out}", file=sys.stderr)
     return EXIT_OK
 
@@ -229,6 +456,8 @@ def cmd_plot(args) -> int:
 # -------------------------------------------------------------------- score
 def cmd_score(args) -> int:
     from . import hps  # torch and transformers: only here
+    from .inputs import read_texts, write_trec_run
+    from .tie_census import census
 
     scorer_class = {"bi-encoder": hps.BiEncoder, "cross-encoder": hps.CrossEncoder, "yes-no": hps.YesNoReranker}
     options = dict(dtype=args.dtype, hps=HPS_MODES[args.hps], batch_size=args.batch_size, device=args.device,
@@ -276,6 +505,7 @@ def cmd_score(args) -> int:
 
 
 def cmd_merge(args) -> int:
+    from .report import SUMMARY_COLUMNS
     from .streaming import merge
 
     report = merge(args.tables)
@@ -299,18 +529,21 @@ def _evaluation_options() -> argparse.ArgumentParser:
     common.add_argument("-l", "--relevance-level", type=int, default=1, metavar="L",
                         help="judgments >= L are relevant (default 1)")
     common.add_argument("-c", "--make-comparable", action="store_true",
-                        help="score qrels queries missing from a run as 0 and drop run queries without qrels")
-    common.add_argument("--digits", type=_digits, default=4,
-                        help="decimals in table and trec output, and in compare's latex (0-15, default 4)")
+                        help="score qrels queries missing from a run as 0 (as trec_eval -c; without it they are "
+                        "an error); run queries without qrels are dropped either way, with a warning")
     return common
 
 
-def _add_qrels_runs_metrics(parser: argparse.ArgumentParser, metric_help: str) -> None:
-    """The positional QRELS RUN... and the required -m METRIC... shared by eval and compare."""
-    parser.add_argument("qrels")
-    parser.add_argument("runs", nargs="+", metavar="run")
-    parser.add_argument("-m", "--metric", dest="metrics", action="extend", nargs="+", required=True,
-                        metavar="METRIC", help=metric_help)
+def _metric_option(parser: argparse.ArgumentParser, help_text: str, **kwargs) -> None:
+    """``-m NAME``, once per name (trec_eval's habit), so options may come before or after the files."""
+    parser.add_argument("-m", "--metric", dest="metrics", action="append", metavar="METRIC", help=help_text,
+                        **kwargs)
+
+
+def _keep_going_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keep-going", action="store_true",
+                        help="report a metric name tieaware rejects on stderr and evaluate the others; the exit "
+                        "code is still 2")
 
 
 class _ListMetrics(argparse.Action):
@@ -334,29 +567,44 @@ class _ListMetrics(argparse.Action):
         parser.exit()
 
 
+_METRIC_HELP = ("a metric in ranx, trec_eval or ir_measures syntax (ndcg@10, ndcg_cut.10, nDCG@10); repeat -m for "
+                "more; trec_eval's forms expand: P.5,10 (a list), P (its default cutoffs), official, all_trec")
+_DEFAULT_HELP = ("; default: trec_eval's `official` measures tieaware computes (map, Rprec, bpref, recip_rank, "
+                 "P_5 ... P_1000, and with -o trec the runid and num_q lines); it leaves out num_ret, num_rel, "
+                 "num_rel_ret (counts), gm_map and iprec_at_recall")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tieaware", description="Tie-aware retrieval evaluation: E[M], min, max, range, bias and variance "
         "of IR metrics over all orderings of tied scores.")
+    parser.add_argument("--version", action="version", version=f"tieaware {__version__}")
     parser.add_argument("--traceback", action="store_true",
                         help="show the Python traceback of an input error too (other errors always show it)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = _evaluation_options()
-    metric_help = ("metric names in ranx, trec_eval or ir_measures syntax (ndcg@10, ndcg_cut.10, nDCG@10; "
-                   "P.5,10 lists cutoffs); repeat -m or give several names")
 
     ev = commands.add_parser("eval", parents=[common], help="evaluate runs tie-aware",
-                             description="Evaluate runs: E[M], oblivious value, min, max, range, bias, tie_std.")
+                             description="Evaluate runs: E[M], oblivious value, min, max, range, bias, tie_std. "
+                             "Run queries without qrels are dropped with a warning, as trec_eval drops them.")
     ev.add_argument("--list-metrics", action=_ListMetrics, help="print every metric name tieaware reads and exit")
-    _add_qrels_runs_metrics(ev, metric_help)
+    ev.add_argument("qrels")
+    ev.add_argument("runs", nargs="+", metavar="run")
+    _metric_option(ev, _METRIC_HELP + _DEFAULT_HELP)
+    _keep_going_option(ev)
     ev.add_argument("-q", "--per-query", action="store_true", help="per-query values too (query 'all': the mean)")
+    ev.add_argument("-M", "--max-docs", type=_positive_int, metavar="N",
+                    help="evaluate each query's top N documents (trec_eval -M), plus every document tied with the "
+                    "N-th: a tie group across rank N is kept whole, with a warning, instead of being cut in an "
+                    "arbitrary order")
     ev.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default="table",
                     help="table, tsv, csv, json (a list of objects) or trec (trec_eval's layout with E[M])")
+    ev.add_argument("--digits", type=_digits, default=4, help="decimals in table and trec output (0-15, default 4)")
     ev.add_argument("--fail-range-above", type=_non_negative, metavar="X",
                     help="exit 1 when the range of any mean (max - min over tie orders) exceeds X")
     ev.add_argument("--stream", nargs="?", type=_positive_int, const=True, default=None, metavar="QUERIES",
-                    help="read each run in chunks of whole queries (default 1,000 a chunk): memory grows with "
-                    "the chunk, not the run; the numbers are the same")
+                    help="read each run in chunks of whole queries (default 1,000 a chunk; --stream N for N): "
+                    "memory grows with the chunk, not the run; the numbers are the same")
     ev.add_argument("--per-query-out", metavar="PATH",
                     help="write per-query rows (TSV, or .parquet) as they are produced, for `tieaware merge`")
     ev.set_defaults(handler=cmd_eval)
@@ -372,13 +620,18 @@ def build_parser() -> argparse.ArgumentParser:
     cp = commands.add_parser("compare", parents=[common], help="compare runs: significance and tie-order flips",
                              description="Runs x metrics with E[M], range and oblivious values, significance "
                              "tests on per-query E[M], and the pairs whose order tie order alone could flip.")
-    _add_qrels_runs_metrics(cp, metric_help)
+    cp.add_argument("qrels")
+    cp.add_argument("runs", nargs="+", metavar="run")
+    _metric_option(cp, _METRIC_HELP, required=True)
+    _keep_going_option(cp)
     cp.add_argument("--stat-test", choices=STAT_TESTS + ("none",), default="student")
     cp.add_argument("--max-p", type=_probability, default=0.01, help="significance threshold (default 0.01)")
     cp.add_argument("--permutations", type=_positive_int, default=1000,
                     help="Fisher's randomization test permutations (default 1000)")
     cp.add_argument("--seed", type=int, default=42, help="Fisher's randomization test seed")
     cp.add_argument("-o", "--output", choices=("table", "latex", "json", "tsv", "csv"), default="table")
+    cp.add_argument("--digits", type=_digits, default=4,
+                    help="decimals in table and latex output (0-15, default 4); tsv/csv/json print full precision")
     cp.add_argument("--pairs", action="store_true", help="tsv/csv: one row per pair of runs instead of per run")
     cp.add_argument("--plot", metavar="PNG", help="also draw the metric@k curves to this file")
     cp.add_argument("--fail-on-flag", action="store_true",
@@ -389,7 +642,8 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Per cutoff k: unique scores@k, mean tie-group size@k, share of "
                              "queries with a tie group straddling k, largest tie group.")
     ti.add_argument("runs", nargs="+", metavar="run")
-    ti.add_argument("-k", type=_positive_int, action="extend", nargs="+", help=f"cutoffs (default {DEFAULT_KS})")
+    ti.add_argument("-k", type=_cutoffs, action="extend", metavar="K",
+                    help=f"a cutoff (-k 10) or several (-k 5,10); repeat -k for more (default {DEFAULT_KS})")
     ti.add_argument("-o", "--output", choices=("table", "tsv", "csv", "json"), default="table")
     ti.add_argument("--digits", type=_digits, default=4, help="decimals in table output (0-15, default 4)")
     ti.set_defaults(handler=cmd_ties)
@@ -399,9 +653,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "and the oblivious values; needs matplotlib (pip install 'tieaware[plot]').")
     pl.add_argument("qrels")
     pl.add_argument("runs", nargs="+", metavar="run")
-    pl.add_argument("-m", "--metric", dest="metrics", action="extend", nargs="+",
-                    help="metric families with a cutoff: ndcg, P, recall, mrr, map, ... (default ndcg)")
-    pl.add_argument("-k", type=_positive_int, action="extend", nargs="+", help=f"cutoffs (default {DEFAULT_KS})")
+    _metric_option(pl, "a metric family with a cutoff: ndcg, P, recall, mrr, map, ...; repeat -m or give a comma "
+                   "list (-m ndcg,mrr); default ndcg")
+    pl.add_argument("-k", type=_cutoffs, action="extend", metavar="K",
+                    help=f"a cutoff (-k 10) or several (-k 5,10); repeat -k for more (default {DEFAULT_KS})")
     pl.add_argument("--out", required=True, help="image file (PNG, SVG, PDF by suffix)")
     pl.add_argument("--title")
     pl.set_defaults(handler=cmd_plot)
@@ -446,6 +701,7 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Compile every kernel once and write it to numba's on-disk cache "
                              "(NUMBA_CACHE_DIR if set), so later first calls load instead of compiling.")
     wu.set_defaults(handler=cmd_warmup)
+    parser.subcommands = commands.choices  # {name: its parser}, for main's usage errors
     return parser
 
 
@@ -454,11 +710,26 @@ def _error_line(exc: BaseException) -> str:
     return " ".join(str(message).split())
 
 
+def _bare_flags(argv: list) -> list:
+    """``--stream`` followed by anything but a number is the bare flag: argparse's optional value would
+    swallow the qrels file of ``tieaware eval --stream QRELS RUN``, so it becomes ``--stream`` alone,
+    written last (before any ``--``)."""
+    argv = list(argv)
+    end = argv.index("--") if "--" in argv else len(argv)
+    bare = [i for i in range(end) if argv[i] == "--stream" and not (i + 1 < end and argv[i + 1].isdigit())]
+    if not bare:
+        return argv
+    rest = [arg for i, arg in enumerate(argv[:end]) if i not in bare]
+    return rest + ["--stream"] + argv[end:]
+
+
 def main(argv=None) -> int:
     """Run the ``tieaware`` command line; returns the exit code."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(_bare_flags(sys.argv[1:] if argv is None else argv))
+        if unknown:  # a mistyped option: the subcommand's usage, not the top level's
+            parser.subcommands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:
         return EXIT_OK if exc.code in (0, None) else EXIT_ERROR
     try:

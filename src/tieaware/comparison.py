@@ -33,7 +33,9 @@ STAT_TEST_LABELS = {
 #: Differences of means at or below this count as equal (summation noise of float64 means).
 EQUAL_TOLERANCE = 1e-12
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
-_SUPERSCRIPTS = "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ۹ʳˢᵗᵘᵛʷˣʸᶻ"
+#: Superscript a-z marking significance; q is U+107A5 MODIFIER LETTER SMALL Q (Unicode 14), the only
+#: superscript q (the table once had the Arabic-Indic digit nine there).
+_SUPERSCRIPTS = "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ\U000107a5ʳˢᵗᵘᵛʷˣʸᶻ"
 PAIR_COLUMNS = ["expected_a", "expected_b", "oblivious_a", "oblivious_b", "min_a", "max_a", "min_b", "max_b",
                 "p_value", "significant", "order_flip", "intervals_overlap", "tie_sensitive"]
 
