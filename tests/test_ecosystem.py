@@ -164,8 +164,8 @@ def test_measure_objects_with_ties_reproduce_ir_measures_under_its_own_order():
 
 
 def test_unsupported_measure_object_is_an_unknown_metric():
-    with pytest.raises(tieaware.UnknownMetricError, match="ERR"):
-        tieaware.evaluate({"1": {"a": 1}}, {"1": {"a": 0.5}}, [ir_measures.ERR @ 10])
+    with pytest.raises(tieaware.UnknownMetricError, match="infAP"):
+        tieaware.evaluate({"1": {"a": 1}}, {"1": {"a": 0.5}}, [ir_measures.infAP])
 
 
 # ------------------------------------------------------------ 3. PyTerrier
