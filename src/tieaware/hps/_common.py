@@ -12,6 +12,7 @@ import torch
 
 from ..errors import InputError, InputTypeError, MissingFileError, MissingIdError
 from ..inputs import load_run
+from . import _sentence_transformers as _st
 
 DTYPES = {
     "fp32": torch.float32, "float32": torch.float32,
@@ -26,6 +27,8 @@ DTYPE_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf
 #   "head"   hps="head"  the final layer (classifier / yes-no LM-head rows / pooling) runs in fp32 too
 MODES = ("none", "upcast", "head")
 MODE_SUFFIX = {"none": "", "upcast": "+hps", "head": "+hps_head"}
+#: word pieces per input when neither the user nor the model's sentence-transformers config says
+DEFAULT_MAX_LENGTH = 512
 
 
 def parse_dtype(dtype) -> torch.dtype | None:
@@ -55,20 +58,62 @@ def resolve_device(device) -> torch.device:
     return torch.device(device)
 
 
-def load_model(model, tokenizer, auto_class, dtype: torch.dtype | None, device: torch.device):
-    """A path (str/Path) is loaded with `auto_class` (and its tokenizer, unless given); a loaded model is
-    moved and cast in place. dtype None keeps a loaded model's dtype and loads a path in fp32."""
-    if isinstance(model, (str, os.PathLike)):
+def local_folder(model) -> Path | None:
+    """The local folder a model argument names, or None for a model-hub id ('name' or 'org/name' with no
+    such local folder). A path that can only be local (a PathLike, absolute, './', '~', several '/') and
+    does not exist is a MissingFileError, not a hub lookup."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise MissingFileError(f"model path {path} is a file, not a model folder")
+    text = os.fspath(model)
+    if isinstance(model, os.PathLike) or not text or text.startswith(("/", ".", "~")) or "\\" in text \
+            or text.count("/") > 1 or text.endswith("/"):
+        raise MissingFileError(f"model folder not found: {path}")
+    return None
+
+
+def load_model(model, tokenizer, auto_class, dtype: torch.dtype | None, device: torch.device,
+               sentence_transformers_class: str | None = None):
+    """-> (model, tokenizer, settings). A loaded sentence-transformers object (of the kind the scorer takes,
+    `sentence_transformers_class`) gives its transformers model, its tokenizer and settings (max_length,
+    pooling/normalize or activation); a local folder is loaded with `auto_class` (and its tokenizer, unless
+    given), with settings from its sentence-transformers config files when it has them; a hub id is loaded
+    with `auto_class`; a loaded transformers model needs its tokenizer. A loaded model is moved and cast
+    in place. dtype None keeps a loaded model's dtype and loads a path in fp32."""
+    settings = {}
+    if _st.sentence_transformers_kind(model) is not None:
+        if sentence_transformers_class is None:
+            raise InputTypeError(f"this scorer takes a transformers model, not a sentence-transformers "
+                                 f"{_st.sentence_transformers_kind(model)}")
+        model, own_tokenizer, settings = _st.unpack(model, sentence_transformers_class)
+        tokenizer = tokenizer if tokenizer is not None else own_tokenizer
+    elif isinstance(model, (str, os.PathLike)):
         from transformers import AutoTokenizer
 
-        tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(model)
-        model = auto_class.from_pretrained(model, dtype=dtype or torch.float32)
+        folder = local_folder(model)
+        source = model
+        if folder is not None:
+            source, settings = _st.folder_settings(folder)
+        try:
+            if tokenizer is None:
+                tokenizer = AutoTokenizer.from_pretrained(source)
+                if settings.get("lowercase"):
+                    _st.add_lowercase(tokenizer)
+            model = auto_class.from_pretrained(source, dtype=dtype or torch.float32)
+        except OSError as error:
+            if folder is not None:
+                raise
+            raise MissingFileError(f"model {model!r} is not a local folder and could not be loaded from the "
+                                   f"model hub: {error}") from error
     elif tokenizer is None:
         raise InputError("a loaded model needs its tokenizer: pass tokenizer=...")
     if not isinstance(model, torch.nn.Module):
-        raise InputTypeError(f"model must be a local path or a torch module, not {type(model).__name__}")
+        raise InputTypeError(f"model must be a local path, a hub id, a sentence-transformers model or a torch "
+                             f"module, not {type(model).__name__}")
     model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
-    return model.eval(), tokenizer
+    return model.eval(), tokenizer, settings
 
 
 def length_sorted_batches(lengths, batch_size: int) -> Iterator[np.ndarray]:
@@ -168,29 +213,37 @@ def run_name(model, dtype: torch.dtype, mode: str) -> str:
 class Scorer:
     """Arguments shared by every scorer.
 
-    model: a local path or a loaded transformers model (moved and cast in place); tokenizer: needed
-    with a loaded model. dtype: 'fp32' / 'fp16' / 'bf16' / a torch dtype, None keeps a loaded model's
-    dtype (a path loads in fp32). hps: False (scoring function in the model dtype), True (fp32 right
+    model: a local folder, a hub id, a loaded transformers model (moved and cast in place; needs
+    tokenizer=) or a loaded sentence-transformers object (SentenceTransformer for BiEncoder, CrossEncoder for
+    CrossEncoder: its transformers model is moved and cast in place, its tokenizer and settings are used).
+    dtype: 'fp32' / 'fp16' / 'bf16' / a torch dtype, None keeps a loaded model's dtype (a path loads in
+    fp32). hps: False (scoring function in the model dtype), True (fp32 right
     before it: the paper's High-Precision Scoring), 'head' (the final layer in fp32 too).
     batch_size: texts or pairs per forward pass (batches are sorted by length); max_length: word pieces
-    per input (truncation); device: default cuda when available, else cpu; show_progress: tqdm bar.
+    per input (truncation; default the model's sentence-transformers max_seq_length when it has one, else
+    512); device: default cuda when available, else cpu; show_progress: tqdm bar.
     Ids are strings; scores land in the Run as Python floats (exact copies of the bf16/fp16/fp32 values).
     """
 
     auto_class_name = "AutoModel"
+    #: the sentence-transformers class this scorer takes loaded (None: none)
+    sentence_transformers_class: str | None = None
 
     def __init__(self, model, tokenizer=None, *, dtype=None, hps=True, batch_size: int = 32, device=None,
-                 max_length: int = 512, show_progress: bool = True):
+                 max_length: int | None = None, show_progress: bool = True):
         import transformers
 
-        if batch_size < 1 or max_length < 1:
+        if batch_size < 1 or (max_length is not None and max_length < 1):
             raise InputError(f"batch_size and max_length must be >= 1, got {batch_size} and {max_length}")
         self.hps = hps
         self.mode = parse_hps(hps)
         self.device = resolve_device(device)
         auto_class = getattr(transformers, self.auto_class_name)
-        self.model, self.tokenizer = load_model(model, tokenizer, auto_class, parse_dtype(dtype), self.device)
+        self.model, self.tokenizer, self.model_settings = load_model(
+            model, tokenizer, auto_class, parse_dtype(dtype), self.device, self.sentence_transformers_class)
         self.dtype = next(self.model.parameters()).dtype
+        if max_length is None:
+            max_length = self.model_settings.get("max_length") or DEFAULT_MAX_LENGTH
         self.batch_size, self.max_length, self.show_progress = batch_size, max_length, show_progress
 
     def rerank(self, queries: Mapping[str, str], corpus: Mapping[str, str], candidates, *,

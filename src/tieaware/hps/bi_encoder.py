@@ -25,7 +25,10 @@ class BiEncoder(Scorer):
     L2-normalised when normalize=True (cosine), else a plain dot product.
 
     pooling: 'mean' (masked average, as sentence-transformers), 'cls' (first token) or 'last_token'
-    (last attended token; works with left or right padding). query_prefix / doc_prefix are prepended
+    (last attended token; works with left or right padding). pooling, normalize and max_length default to
+    the model's sentence-transformers settings (a loaded SentenceTransformer, or a local folder's
+    modules.json, 1_Pooling/config.json, sentence_bert_config.json; normalize when a Normalize module is in
+    the pipeline or the similarity is cosine), else 'mean', True and 512. query_prefix / doc_prefix are prepended
     (e.g. 'query: ' / 'passage: ' for E5). hps=False: pooling, normalisation and dot product in the model
     dtype; hps=True: the pooled embeddings cast to fp32 before normalisation and dot product; hps='head':
     the last hidden state cast to fp32 before pooling too. See Scorer for the common arguments.
@@ -41,10 +44,12 @@ class BiEncoder(Scorer):
     them in ``index()`` for any mode). ``run.metadata`` says which scheme produced the scores.
     """
 
-    def __init__(self, model, tokenizer=None, *, pooling: str = "mean", normalize: bool = True,
+    sentence_transformers_class = "SentenceTransformer"
+
+    def __init__(self, model, tokenizer=None, *, pooling: str | None = None, normalize: bool | None = None,
                  query_prefix: str = "", doc_prefix: str = "", quantize: str | None = None, ranges=None,
                  rescore_k: int | None = None, keep_full: bool = False, hps=True, **kwargs):
-        if pooling not in POOLINGS:
+        if pooling is not None and pooling not in POOLINGS:
             raise InputError(f"unknown pooling {pooling!r}: use one of {POOLINGS}")
         scheme = None if quantize is None else check_scheme(quantize)
         mode = quantized_mode(scheme, hps) if scheme is not None else None
@@ -60,7 +65,8 @@ class BiEncoder(Scorer):
             raise InputError(f"rescore_k must be a positive integer, got {rescore_k!r}")
         super().__init__(model, tokenizer, hps=hps if scheme is None else True, **kwargs)
         self.hps, self.mode = hps, mode or self.mode
-        self.pooling, self.normalize = pooling, normalize
+        self.pooling = pooling if pooling is not None else self.model_settings.get("pooling", "mean")
+        self.normalize = bool(normalize if normalize is not None else self.model_settings.get("normalize", True))
         self.query_prefix, self.doc_prefix = query_prefix, doc_prefix
         self.quantize, self.ranges, self.rescore_k = scheme, ranges, rescore_k
         self.keep_full = bool(keep_full) or (isinstance(hps, str) and hps == "full")

@@ -10,24 +10,39 @@ import torch.nn.functional as F
 from ..errors import InputError
 from ._common import Scorer, length_sorted_batches
 
+ACTIVATIONS = ("sigmoid", "identity")
+
 
 class CrossEncoder(Scorer):
     """Rerank (query, document) pairs with a sequence-classification model.
 
-    score = sigmoid(z) for one logit; softmax(z)[positive_index] for two or more (default index 1 with
-    two labels; three or more need positive_index). hps=True upcasts z before sigmoid/softmax;
-    hps='head' applies the final classifier Linear in fp32 to its (model-dtype) input.
+    score = activation(z) for one logit: sigmoid(z) (activation='sigmoid', the default) or z itself
+    ('identity'); softmax(z)[positive_index] for two or more (default index 1 with two labels; three or
+    more need positive_index). hps=True upcasts z before the activation; hps='head' applies the final
+    classifier Linear in fp32 to its (model-dtype) input. activation defaults to the model's own: a loaded
+    sentence-transformers CrossEncoder's activation_fn (Sigmoid, Identity, or any other callable, applied
+    as is), or the activation_fn a local folder's config_sentence_transformers.json / config.json names;
+    so scores equal CrossEncoder.predict (with two or more labels: predict(apply_softmax=True)[:, index]).
     See Scorer for the common arguments.
     """
 
     auto_class_name = "AutoModelForSequenceClassification"
+    sentence_transformers_class = "CrossEncoder"
 
-    def __init__(self, model, tokenizer=None, *, positive_index: int | None = None, **kwargs):
+    def __init__(self, model, tokenizer=None, *, positive_index: int | None = None, activation=None, **kwargs):
+        if activation is not None and activation not in ACTIVATIONS and not callable(activation):
+            raise InputError(f"unknown activation {activation!r}: use one of {ACTIVATIONS} or a callable")
         super().__init__(model, tokenizer, **kwargs)
         num_labels = self.model.config.num_labels
+        if activation is None:
+            activation = self.model_settings.get("activation")
+        if num_labels > 1 and activation is not None:
+            raise InputError(f"the model has {num_labels} labels: the score is softmax(z)[positive_index], "
+                             f"activation={activation!r} does not apply")
+        self.activation = activation if activation is not None else "sigmoid"
         if num_labels == 1:
             if positive_index not in (None, 0):
-                raise InputError(f"the model has one logit (sigmoid); positive_index={positive_index} does not fit")
+                raise InputError(f"the model has one logit; positive_index={positive_index} does not fit")
         elif positive_index is None:
             if num_labels > 2:
                 raise InputError(f"the model has {num_labels} labels: pass positive_index= "
@@ -40,9 +55,13 @@ class CrossEncoder(Scorer):
             classifier_head(self.model, num_labels)  # fail at construction, not after a first batch
 
     def _probability(self, logits: torch.Tensor) -> torch.Tensor:
-        """sigmoid / softmax computed in the dtype of `logits`."""
+        """The activation (one logit) / softmax computed in the dtype of `logits`."""
         if logits.shape[-1] == 1:
-            return torch.sigmoid(logits[:, 0])
+            if self.activation == "sigmoid":
+                return torch.sigmoid(logits[:, 0])
+            if self.activation == "identity":
+                return logits[:, 0]
+            return self.activation(logits)[:, 0]
         return torch.softmax(logits, dim=-1)[:, self.positive_index]
 
     @torch.inference_mode()
