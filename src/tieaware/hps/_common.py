@@ -163,6 +163,17 @@ def load_candidates(candidates) -> dict[str, list[str]]:
     return {str(qid): [str(docid) for docid in docs] for qid, docs in candidates.items()}
 
 
+def checked_candidates(queries: Mapping, corpus: Mapping, candidates) -> dict[str, list[str]]:
+    """`load_candidates`, refusing an empty set and any query or document without a text."""
+    candidates = load_candidates(candidates)
+    if not any(candidates.values()):
+        raise InputError("no candidates to rerank")
+    check_queries(queries, candidates)
+    for qid, docids in candidates.items():
+        check_docs(corpus, docids, qid)
+    return candidates
+
+
 def kth_largest_rows(scores: np.ndarray, k: int) -> np.ndarray:
     """The k-th largest value of each row of a 2-D array (each row's smallest when it has fewer than k)."""
     n = scores.shape[1]
@@ -266,12 +277,7 @@ class Scorer:
     def rerank_modes(self, queries, corpus, candidates, modes, k=None) -> dict[str, ranx.Run]:
         """`rerank` in several precision modes ('none', 'upcast', 'head') from one pass over the
         candidates: each forward pass is shared by the modes (what `sweep` uses) -> {mode: Run}."""
-        candidates = load_candidates(candidates)
-        if not any(candidates.values()):
-            raise InputError("no candidates to rerank")
-        check_queries(queries, candidates)
-        for qid, docids in candidates.items():
-            check_docs(corpus, docids, qid)
+        candidates = checked_candidates(queries, corpus, candidates)
         scored = self._scored_candidates(queries, corpus, candidates, modes, k)
         return {mode: build_run(scored[mode], run_name(self.model, self.dtype, mode), k, self._metadata(mode))
                 for mode in modes}

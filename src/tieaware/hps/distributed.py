@@ -27,10 +27,8 @@ from ..errors import InputError, InputTypeError
 from ._common import (
     DTYPE_NAMES,
     build_run,
-    check_docs,
-    check_queries,
+    checked_candidates,
     length_sorted_batches,
-    load_candidates,
     mode_suffix,
     parse_dtype,
     parse_hps,
@@ -102,12 +100,7 @@ def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str
     batch_size = options.get("batch_size", 32)
     mode = parse_hps(options.get("hps", True))
     dtype = parse_dtype(options.get("dtype"))
-    candidates = load_candidates(candidates)
-    if not any(candidates.values()):
-        raise InputError("no candidates to rerank")
-    check_queries(queries, candidates)
-    for qid, docids in candidates.items():
-        check_docs(corpus, docids, qid)
+    candidates = checked_candidates(queries, corpus, candidates)
     qids = [qid for qid, docids in candidates.items() for _ in docids]
     docids = [docid for docs in candidates.values() for docid in docs]
     query_texts = [queries[q] for q in qids]
