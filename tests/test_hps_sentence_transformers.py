@@ -176,6 +176,14 @@ def test_a_folder_brings_its_sentence_transformers_settings(encoder_folder, tmp_
         BiEncoder(folder, show_progress=False)
 
 
+def test_a_folder_saved_by_sentence_transformers_6_has_its_length_in_the_tokenizer(encoder_folder, tmp_path):
+    model = st.SentenceTransformer(encoder_folder, device="cpu")
+    model.max_seq_length = 7
+    model.save(str(tmp_path / "saved"))
+    assert "max_seq_length" not in json.loads((tmp_path / "saved" / "sentence_bert_config.json").read_text())
+    assert BiEncoder(tmp_path / "saved", show_progress=False).max_length == 7
+
+
 def test_a_plain_transformers_folder_keeps_the_defaults(encoder_folder):
     encoder = BiEncoder(encoder_folder, show_progress=False)
     assert (encoder.pooling, encoder.normalize, encoder.max_length) == ("mean", True, 512)

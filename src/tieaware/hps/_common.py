@@ -107,6 +107,8 @@ def load_model(model, tokenizer, auto_class, dtype: torch.dtype | None, device: 
                 raise
             raise MissingFileError(f"model {model!r} is not a local folder and could not be loaded from the "
                                    f"model hub: {error}") from error
+        if settings and "max_length" not in settings:  # saved by sentence-transformers >= 6: in the tokenizer
+            settings["max_length"] = _st.tokenizer_limit(tokenizer, model.config)
     elif tokenizer is None:
         raise InputError("a loaded model needs its tokenizer: pass tokenizer=...")
     if not isinstance(model, torch.nn.Module):

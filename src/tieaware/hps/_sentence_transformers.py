@@ -45,6 +45,14 @@ def length_limit(value) -> int | None:
     return int(value) if value is not None and 0 < value <= NO_LENGTH_LIMIT else None
 
 
+def tokenizer_limit(tokenizer, config) -> int | None:
+    """The length sentence-transformers truncates at when its config names none: the tokenizer's
+    model_max_length, capped at the model's max_position_embeddings."""
+    limits = [getattr(tokenizer, "model_max_length", None), getattr(config, "max_position_embeddings", None)]
+    limits = [limit for limit in map(length_limit, limits) if limit is not None]
+    return min(limits) if limits else None
+
+
 def pooling_name(mode, where: str) -> str:
     """sentence-transformers pooling mode (str or a tuple of one) -> 'mean' / 'cls' / 'last_token'."""
     modes = (mode,) if isinstance(mode, str) else tuple(mode)
