@@ -121,7 +121,7 @@ REGISTRY = (
     Name("ranx", "ndcg_burges", "ndcg", gain="exp", description="normalised DCG, gain = 2^grade - 1"),
     Name("trec_eval", "ndcg", "ndcg", gain="linear", cutoff="no", description="normalised DCG, gain = grade"),
     Name("trec_eval", "ndcg_cut", "ndcg", gain="linear", cutoff="required", description="normalised DCG at k"),
-    Name("ir_measures", "nDCG", "ndcg", gain="linear", params=(), aliases=("NDCG",),
+    Name("ir_measures", "nDCG", "ndcg", gain="linear", params=("dcg",), aliases=("NDCG",),
          description="normalised DCG, gain = grade"),
     Name("ranx", "bpref", "bpref", cutoff="no", description="binary preference (judged documents only)"),
     Name("trec_eval", "bpref", "bpref", cutoff="no", description="binary preference (judged documents only)"),
@@ -207,6 +207,7 @@ def markdown_table() -> str:
         aliases = "".join(f", `{alias}`" for alias in entry.aliases)
         row[entry.syntax].append(f"`{_typed(entry)}`{aliases}")
     rows[("rbp", "linear")]["ranx"].append("`rbp.95`")
+    rows[("ndcg", "exp")]["ir_measures"].append("`nDCG(dcg='exp-log2')@k`")
     lines = ["| family | ranx | trec_eval / pytrec_eval | ir_measures | what it measures |", "|---|---|---|---|---|"]
     for (family, gain), row in rows.items():
         label = family + {"exp": " (2^grade - 1)", "scaled": " (grade / top grade)"}.get(gain, "")
@@ -286,6 +287,13 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
         level = params.pop("rel", None)
         p = params.pop("p", 0.8)
         k = _parse_cutoff(m["k"], name, entry.cutoff, "ir_measures")
+        if params.pop("dcg", "log2") == "exp-log2":  # nDCG(dcg='exp-log2'): gain 2^grade - 1, as gdeval
+            if k is None:
+                raise UnknownMetricError(f"Metric {name!r}: tieaware takes nDCG(dcg='exp-log2') with a cutoff @k "
+                                         "(ir_measures computes it with gdeval, trec_eval's tie order); without "
+                                         "one ir_measures hands it to ranx, whose order there tieaware does not "
+                                         "reproduce: use ranx's ndcg_burges.")
+            return MetricSpec(name, entry.family, k, relevance_level, "exp", None)
         if entry.family == "rbp":
             if level is not None:  # ir_measures: RBP(rel=N) is binary at level N
                 return MetricSpec(name, "rbp", k, level, "binary", None, p)
@@ -329,6 +337,12 @@ def _parse_irm_params(text: str, name: str) -> dict:
                                      "(its exact tie-aware statistics are not implemented).")
         if key.strip() in params:
             raise UnknownMetricError(f"Metric {name!r}: parameter {key.strip()!r} is given twice.")
+        if key.strip() == "dcg":
+            params["dcg"] = value.strip().strip("'\"")
+            if params["dcg"] not in _DCG_CHOICES:
+                raise UnknownMetricError(f"Metric {name!r}: dcg={value.strip()} is not one of ir_measures' "
+                                         f"{', '.join(map(repr, _DCG_CHOICES))}.")
+            continue
         try:
             params[key.strip()] = int(value) if key.strip() == "rel" else float(value)
         except ValueError:
@@ -357,7 +371,9 @@ NOT_OFFERED = {
                     "counts are summed over queries, not averaged; they do not depend on tie order"),
 }
 #: ir_measures parameters that tieaware does not implement (an error says so, never silently ignored).
-_UNSUPPORTED_IRM_PARAMS = ("judged_only", "dcg", "gains", "beta")
+_UNSUPPORTED_IRM_PARAMS = ("judged_only", "gains", "beta")
+#: ir_measures nDCG's dcg= choices: log2 (gain = grade, the default) and exp-log2 (gain = 2^grade - 1)
+_DCG_CHOICES = ("log2", "exp-log2")
 _CUTOFF_LIST = re.compile(r"(?P<base>[A-Za-z_]+[._])(?P<ks>\d+(?:,\d+)+)")
 
 
