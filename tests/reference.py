@@ -19,6 +19,8 @@ def _gain(spec, grade):
 
 def point_metric(spec, ranking, judgments):
     """Metric value of `ranking` (doc ids, best first) against {docid: grade}."""
+    if spec.grade_map is not None:  # ir_measures' nDCG(gains=...): the qrels' grades mapped first
+        judgments = {d: dict(spec.grade_map).get(g, g) for d, g in judgments.items()}
     level = spec.relevance_level
     relevant = {d for d, g in judgments.items() if g >= level}
     nonrel = {d for d, g in judgments.items() if 0 <= g < level}

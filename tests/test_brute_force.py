@@ -16,7 +16,8 @@ METRICS = [
     "precision@3-l2", "map-l2", "ndcg@3-l2", "bpref-l2", "P.2", "ndcg_cut.3", "recip_rank", "Rprec",
     "success.1", "map_cut.2", "nDCG@2", "RBP(p=0.5)", "RBP(rel=2,p=0.7)", "P(rel=2)@3", "R@3", "AP@4", "RR@3",
     "hits", "precision", "f1", "Judged@3", "Judged@10", "set_P", "set_recall", "set_F", "set_map", "set_relative_P",
-    "SetP", "SetR(rel=2)", "ERR@1", "ERR@3", "ERR@10", "rbp", "rbp.p=0.5",
+    "SetP", "SetR(rel=2)", "ERR@1", "ERR@3", "ERR@10", "rbp", "rbp.p=0.5", "nDCG(dcg='exp-log2')@3",
+    "nDCG(gains={1:3,2:0,3:1})@3", "nDCG(gains={0:2,1:0})", "nDCG(gains={-1:4,3:0.5})@10",
 ]
 
 GRADES = st.sampled_from([None, None, -1, 0, 1, 2, 3])

@@ -77,12 +77,22 @@ def test_fractional_trec_eval_cutoffs_truncate_as_trec_eval_does():
 
 @pytest.mark.parametrize("name,message", [
     ("nDCG(rel=2)@10", "nDCG takes no parameter rel"), ("Judged(rel=2)@5", "Judged takes no parameter rel"),
-    ("Rprec(p=0.5)", "Rprec takes no parameter p"), ("nDCG(dcg=exp-log2)@10", "not supported by tieaware yet"),
-    ("P(judged_only=1)@5", "not supported by tieaware yet"),
+    ("Rprec(p=0.5)", "Rprec takes no parameter p"), ("nDCG(gains=1)@10", "gains= takes a dict"),
+    ("P(judged_only=1)@5", "not supported by tieaware yet"), ("nDCG(dcg=log10)@10", "not one of ir_measures'"),
+    ("nDCG(dcg='exp-log2')", "with a cutoff @k"), ("AP(dcg=log2)", "AP takes no parameter dcg"),
 ])
 def test_parameters_ir_measures_rejects_or_tieaware_lacks_are_errors(name, message):
     with pytest.raises(UnknownMetricError, match=re.escape(message)):
         parse_metric(name)
+
+
+def test_ndcg_dcg_parameter_picks_the_gain():
+    """ir_measures' nDCG(dcg='exp-log2')@k is 2^grade - 1 (ranx's ndcg_burges), dcg=log2 the grade."""
+    exp, linear = parse_metric("nDCG(dcg='exp-log2')@10"), parse_metric('nDCG(dcg="log2")@10')
+    assert (exp.family, exp.gain, exp.k, linear.gain) == ("ndcg", "exp", 10, "linear")
+    ours = tieaware.evaluate(QRELS, RUN, ["nDCG(dcg='exp-log2')@2", "ndcg_burges@2", "nDCG(dcg=exp-log2)@2"])
+    assert ours["nDCG(dcg='exp-log2')@2"].expected == ours["ndcg_burges@2"].expected
+    assert ours["nDCG(dcg=exp-log2)@2"].expected == ours["ndcg_burges@2"].expected
 
 
 @pytest.mark.parametrize("name", ["iprec_at_recall_0.10", "11pt_avg", "infAP", "gm_map", "err@10", "num_ret",

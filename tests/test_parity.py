@@ -213,3 +213,50 @@ def test_err_equals_ir_measures_gdeval(qrels_path, run_path, level):
                 if data is not run:
                     assert frame.loc[qid, "expected"] == pytest.approx(value, abs=5.1e-6), (name, qid)
                     assert frame.loc[qid, "variance"] == 0.0
+
+
+@pytest.mark.parametrize("qrels_path,run_path,level", GDEVAL_FILES, ids=_ids(GDEVAL_FILES))
+def test_ndcg_exp_log2_equals_ir_measures(qrels_path, run_path, level):
+    """nDCG(dcg='exp-log2')@k (gain 2^grade - 1) equals ir_measures' (its gdeval provider: trec_eval's
+    tie order, 5 decimals) query by query: the oblivious value with ties and every statistic on the
+    tie-free run."""
+    ir_measures = pytest.importorskip("ir_measures")
+    qrels = tieaware.read_trec_qrels(qrels_path)
+    run = tieaware.read_trec_run(run_path)
+    names = ["nDCG(dcg='exp-log2')@1", "nDCG(dcg='exp-log2')@5", "nDCG(dcg='exp-log2')@20"]
+    for data in (run, _tie_free(run)):
+        theirs: dict = {}
+        for row in ir_measures.iter_calc([ir_measures.parse_measure(n) for n in names], qrels, data):
+            theirs.setdefault(str(row.measure), {})[row.query_id] = row.value
+        report = tieaware.evaluate(qrels, data, names, make_comparable=True, oblivious="ir_measures")
+        for name in names:
+            frame = report[name].per_query
+            assert theirs[name], name
+            for qid, value in theirs[name].items():
+                assert frame.loc[qid, "oblivious"] == pytest.approx(value, abs=5.1e-6), (name, qid)
+                if data is not run:
+                    assert frame.loc[qid, "expected"] == pytest.approx(value, abs=5.1e-6), (name, qid)
+
+
+GAIN_MAPS = ["nDCG(gains={1:3,2:9})@10", "nDCG(gains={0:1,1:0,2:5})", "nDCG(gains={2:1})@5", "nDCG(gains={1:2,2:1})@20"]
+
+
+@pytest.mark.parametrize("qrels_path,run_path,level", TREC_FILES[:5], ids=_ids(TREC_FILES[:5]))
+def test_ndcg_gain_maps_equal_ir_measures(qrels_path, run_path, level):
+    """nDCG(gains={...}) (ir_measures maps the qrels' grades, then pytrec_eval's nDCG), non-monotone maps
+    included, equals ir_measures query by query: the oblivious value with ties, every statistic tie-free."""
+    ir_measures = pytest.importorskip("ir_measures")
+    qrels = tieaware.read_trec_qrels(qrels_path)
+    run = tieaware.read_trec_run(run_path)
+    for data in (run, _tie_free(run)):
+        theirs: dict = {}
+        for row in ir_measures.iter_calc([ir_measures.parse_measure(n) for n in GAIN_MAPS], qrels, data):
+            theirs.setdefault(str(row.measure), {})[row.query_id] = row.value
+        report = tieaware.evaluate(qrels, data, GAIN_MAPS, make_comparable=True, oblivious="ir_measures")
+        for name in GAIN_MAPS:
+            frame = report[name].per_query
+            assert theirs[name], name
+            for qid, value in theirs[name].items():
+                assert frame.loc[qid, "oblivious"] == pytest.approx(value, abs=1e-12), (name, qid)
+                if data is not run:
+                    assert frame.loc[qid, "expected"] == pytest.approx(value, abs=1e-12), (name, qid)

@@ -33,6 +33,8 @@ def metric_stats(lists: RankedLists | Judged, spec: MetricSpec, oblivious: str =
     (from `judged_lists`) already carries its tie order, and ``oblivious`` is then ignored.
     """
     judged = lists if isinstance(lists, Judged) else judged_lists(lists, tie_order(spec, oblivious))
+    if spec.grade_map is not None:
+        judged = judged.regraded(dict(spec.grade_map))
     params = Params(spec.k, float(spec.relevance_level), spec.gain,
                     None if spec.gain_floor is None else float(spec.gain_floor), float(spec.persistence))
     return family_stats(spec.family, judged, params)

@@ -19,6 +19,7 @@ trec_eval 10's ``rbp`` divides the grades by the query's top grade when that exc
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ class MetricSpec:
         gain: "binary", "linear" (gain = grade) or "exp" (gain = 2^grade - 1).
         gain_floor: grades below this get zero gain; None means every positive grade counts.
         persistence: RBP's p.
+        grade_map: ((grade, new grade), ...) applied to the qrels first (ir_measures' nDCG(gains=...));
+            grades not listed keep their value; None: none.
     """
 
     name: str
@@ -55,10 +58,10 @@ class MetricSpec:
     gain: str = "binary"
     gain_floor: float | None = None
     persistence: float = 0.0
+    grade_map: tuple | None = None
 
     def with_name(self, name: str) -> MetricSpec:
-        return MetricSpec(name, self.family, self.k, self.relevance_level, self.gain, self.gain_floor,
-                          self.persistence)
+        return dataclasses.replace(self, name=name)
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,7 @@ REGISTRY = (
     Name("ranx", "ndcg_burges", "ndcg", gain="exp", description="normalised DCG, gain = 2^grade - 1"),
     Name("trec_eval", "ndcg", "ndcg", gain="linear", cutoff="no", description="normalised DCG, gain = grade"),
     Name("trec_eval", "ndcg_cut", "ndcg", gain="linear", cutoff="required", description="normalised DCG at k"),
-    Name("ir_measures", "nDCG", "ndcg", gain="linear", params=(), aliases=("NDCG",),
+    Name("ir_measures", "nDCG", "ndcg", gain="linear", params=("dcg", "gains"), aliases=("NDCG",),
          description="normalised DCG, gain = grade"),
     Name("ranx", "bpref", "bpref", cutoff="no", description="binary preference (judged documents only)"),
     Name("trec_eval", "bpref", "bpref", cutoff="no", description="binary preference (judged documents only)"),
@@ -207,6 +210,7 @@ def markdown_table() -> str:
         aliases = "".join(f", `{alias}`" for alias in entry.aliases)
         row[entry.syntax].append(f"`{_typed(entry)}`{aliases}")
     rows[("rbp", "linear")]["ranx"].append("`rbp.95`")
+    rows[("ndcg", "exp")]["ir_measures"].append("`nDCG(dcg='exp-log2')@k`")
     lines = ["| family | ranx | trec_eval / pytrec_eval | ir_measures | what it measures |", "|---|---|---|---|---|"]
     for (family, gain), row in rows.items():
         label = family + {"exp": " (2^grade - 1)", "scaled": " (grade / top grade)"}.get(gain, "")
@@ -277,7 +281,10 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
     m = _IRM_RE.match(text)
     entry = _IRM.get(m["base"]) if m else None
     if entry is not None and (m["params"] is not None or m["k"] is not None or entry.cutoff != "required"):
-        params = _parse_irm_params(m["params"] or "", name)
+        grade_map, rest = _grade_map(m["params"] or "", name)
+        params = _parse_irm_params(rest, name)
+        if grade_map is not None:
+            params["gains"] = grade_map
         misplaced = sorted(set(params) - set(entry.params))
         if misplaced:
             takes = list(entry.params) + (["a cutoff @k"] if entry.cutoff != "no" else [])
@@ -286,6 +293,18 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
         level = params.pop("rel", None)
         p = params.pop("p", 0.8)
         k = _parse_cutoff(m["k"], name, entry.cutoff, "ir_measures")
+        grade_map = params.pop("gains", None)
+        if grade_map is not None:  # ir_measures: the qrels' grades mapped, then nDCG with gain = grade
+            if params.get("dcg", "log2") != "log2":
+                raise UnknownMetricError(f"Metric {name!r}: ir_measures takes gains= only with dcg='log2'.")
+            return MetricSpec(name, entry.family, k, relevance_level, "linear", None, grade_map=grade_map)
+        if params.pop("dcg", "log2") == "exp-log2":  # nDCG(dcg='exp-log2'): gain 2^grade - 1, as gdeval
+            if k is None:
+                raise UnknownMetricError(f"Metric {name!r}: tieaware takes nDCG(dcg='exp-log2') with a cutoff @k "
+                                         "(ir_measures computes it with gdeval, trec_eval's tie order); without "
+                                         "one ir_measures hands it to ranx, whose order there tieaware does not "
+                                         "reproduce: use ranx's ndcg_burges.")
+            return MetricSpec(name, entry.family, k, relevance_level, "exp", None)
         if entry.family == "rbp":
             if level is not None:  # ir_measures: RBP(rel=N) is binary at level N
                 return MetricSpec(name, "rbp", k, level, "binary", None, p)
@@ -311,11 +330,33 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
     for table in (_TREC, _IRM):
         if text in table and table[text].cutoff == "required":
             _parse_cutoff(None, name, "required")
+    if re.match(r"^(?:ndcg|dcg|ndcg_p)[._]-?\d+=", text):  # trec_eval's gain pairs: -m ndcg.1=3,2=9
+        raise UnknownMetricError(f"Metric {name!r} is not offered: trec_eval's ndcg gain pairs are not implemented "
+                                 "yet (trec_eval counts negative gains in DCG); ir_measures' nDCG(gains={1:3,2:9}) is.")
     without_cutoff = re.split(r"[@(]|[._](?=\d)", text, maxsplit=1)[0]  # ERR@10, iprec_at_recall_0.10
     for candidate in (text, without_cutoff):
         if candidate in NOT_OFFERED:
             raise UnknownMetricError(f"Metric {name!r} is not offered: {NOT_OFFERED[candidate]}.")
     raise UnknownMetricError(f"Unknown metric {name!r}. Supported: {_supported_names()}.")
+
+
+def _grade_map(text: str, name: str) -> tuple[tuple | None, str]:
+    """ir_measures' ``gains={grade: gain, ...}`` out of a parameter list: (sorted pairs or None, the rest)."""
+    found = _GAINS.search(text)
+    if found is None:
+        return None, text
+    pairs = {}
+    for part in filter(None, (p.strip() for p in found["pairs"].split(","))):
+        grade, sep, gain = part.partition(":")
+        try:
+            if not sep or float(grade) != int(float(grade)):
+                raise ValueError
+            pairs[int(float(grade))] = float(gain)
+        except ValueError:
+            raise UnknownMetricError(f"Metric {name!r}: gains entry {part!r} is not integer_grade:gain.") from None
+    if not pairs:
+        raise UnknownMetricError(f"Metric {name!r}: gains={{}} maps no grade.")
+    return tuple(sorted(pairs.items())), text[:found.start()] + text[found.end():]
 
 
 def _parse_irm_params(text: str, name: str) -> dict:
@@ -329,6 +370,15 @@ def _parse_irm_params(text: str, name: str) -> dict:
                                      "(its exact tie-aware statistics are not implemented).")
         if key.strip() in params:
             raise UnknownMetricError(f"Metric {name!r}: parameter {key.strip()!r} is given twice.")
+        if key.strip() == "gains":  # a well-formed gains={...} was taken out by `_grade_map`
+            raise UnknownMetricError(f"Metric {name!r}: gains= takes a dict {{grade: gain, ...}}, "
+                                     f"got {value.strip()!r}.")
+        if key.strip() == "dcg":
+            params["dcg"] = value.strip().strip("'\"")
+            if params["dcg"] not in _DCG_CHOICES:
+                raise UnknownMetricError(f"Metric {name!r}: dcg={value.strip()} is not one of ir_measures' "
+                                         f"{', '.join(map(repr, _DCG_CHOICES))}.")
+            continue
         try:
             params[key.strip()] = int(value) if key.strip() == "rel" else float(value)
         except ValueError:
@@ -357,7 +407,10 @@ NOT_OFFERED = {
                     "counts are summed over queries, not averaged; they do not depend on tie order"),
 }
 #: ir_measures parameters that tieaware does not implement (an error says so, never silently ignored).
-_UNSUPPORTED_IRM_PARAMS = ("judged_only", "dcg", "gains", "beta")
+_UNSUPPORTED_IRM_PARAMS = ("judged_only", "beta")
+_GAINS = re.compile(r"\bgains\s*=\s*\{(?P<pairs>[^}]*)\}")
+#: ir_measures nDCG's dcg= choices: log2 (gain = grade, the default) and exp-log2 (gain = 2^grade - 1)
+_DCG_CHOICES = ("log2", "exp-log2")
 _CUTOFF_LIST = re.compile(r"(?P<base>[A-Za-z_]+[._])(?P<ks>\d+(?:,\d+)+)")
 
 

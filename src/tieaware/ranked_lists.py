@@ -47,7 +47,8 @@ def ir_measures_order(family: str, k: int | None) -> str:
     It hands each measure to the first provider that supports it: pytrec_eval (trec_eval's
     order: score desc, doc id desc) for most; its msmarco provider for RR with a cutoff and its
     judged provider for Judged@k, both sorting by (-score, doc id): doc id ascending; cwl_eval
-    for RBP, a stable sort by score: input order; gdeval for ERR@k, trec_eval's order.
+    for RBP, a stable sort by score: input order; gdeval for ERR@k and nDCG(dcg='exp-log2')@k,
+    trec_eval's order.
     """
     if family == "judged" or family == "rr" and k is not None:
         return "docid_ascending"

@@ -119,6 +119,27 @@ class Judged:
                    np.asarray(qrel_offsets, i64), np.ascontiguousarray(qrel_rel, np.float64),
                    int(group_members.max(initial=0)))
 
+    def regraded(self, grade_map: dict) -> Judged:
+        """The same lists with every judgment g replaced by grade_map.get(g, g) (ir_measures' nDCG(gains=...)
+        maps the qrels so): members re-sorted best-first within their groups, qrels descending, the
+        tool's order kept document for document. Worst- and best-first orders depend on the group
+        structure alone and carry over."""
+        def mapped(grades):
+            return np.array([grade_map.get(g, g) for g in grades.tolist()], np.float64)
+
+        rel = mapped(self.mem_rel)
+        ends = self.tied.end[group_slots(self.tied.count, self.tied.offsets)]  # non-decreasing, slot by slot
+        group_of = np.searchsorted(ends, np.arange(rel.size), side="right")  # each member's group
+        order = np.lexsort((-rel, group_of)).astype(np.int64)  # new position -> old member
+        position = np.empty_like(order)
+        position[order] = np.arange(order.size, dtype=np.int64)
+        tool_groups, tool_perm = self.orders[2]
+        orders = (self.orders[0], self.orders[1], (tool_groups, position[tool_perm]))
+        qrel = mapped(self.qrel_rel)
+        query = np.repeat(np.arange(self.qrel_offsets.size - 1), np.diff(self.qrel_offsets))
+        qrel = qrel[np.lexsort((-qrel, query))]
+        return Judged(self.tied, orders, rel[order], self.n_ret, self.qrel_offsets, qrel, self.largest_group)
+
     @property
     def n_queries(self) -> int:
         return self.n_ret.shape[0]
