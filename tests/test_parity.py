@@ -191,15 +191,12 @@ def test_oblivious_ir_measures_equals_ir_measures(qrels_path, run_path, level):
 GDEVAL_FILES = [TREC_FILES[1], TREC_FILES[4], TREC_FILES[-2], TREC_FILES[-1]]
 
 
-@pytest.mark.parametrize("qrels_path,run_path,level", GDEVAL_FILES, ids=_ids(GDEVAL_FILES))
-def test_err_equals_ir_measures_gdeval(qrels_path, run_path, level):
-    """ERR@k equals ir_measures' (its gdeval provider runs gdeval.pl with perl) query by query: the
-    oblivious value under trec_eval's order (gdeval's: score, then doc id descending) with ties,
-    and every statistic on the tie-free run. gdeval prints 5 decimals."""
+def _assert_equals_ir_measures(qrels_path, run_path, names, tolerance, *, variance_zero_when_tie_free=False):
+    """Per query, ir_measures.iter_calc equals tieaware's oblivious value (oblivious="ir_measures") on
+    the run with its ties, and its expected value (and every other statistic) on the tie-free run."""
     ir_measures = pytest.importorskip("ir_measures")
     qrels = tieaware.read_trec_qrels(qrels_path)
     run = tieaware.read_trec_run(run_path)
-    names = ["ERR@1", "ERR@5", "ERR@10", "ERR@20"]
     for data in (run, _tie_free(run)):
         theirs: dict = {}
         for row in ir_measures.iter_calc([ir_measures.parse_measure(n) for n in names], qrels, data):
@@ -209,10 +206,20 @@ def test_err_equals_ir_measures_gdeval(qrels_path, run_path, level):
             frame = report[name].per_query
             assert theirs[name], name
             for qid, value in theirs[name].items():
-                assert frame.loc[qid, "oblivious"] == pytest.approx(value, abs=5.1e-6), (name, qid)
+                assert frame.loc[qid, "oblivious"] == pytest.approx(value, abs=tolerance), (name, qid)
                 if data is not run:
-                    assert frame.loc[qid, "expected"] == pytest.approx(value, abs=5.1e-6), (name, qid)
-                    assert frame.loc[qid, "variance"] == 0.0
+                    assert frame.loc[qid, "expected"] == pytest.approx(value, abs=tolerance), (name, qid)
+                    if variance_zero_when_tie_free:
+                        assert frame.loc[qid, "variance"] == 0.0
+
+
+@pytest.mark.parametrize("qrels_path,run_path,level", GDEVAL_FILES, ids=_ids(GDEVAL_FILES))
+def test_err_equals_ir_measures_gdeval(qrels_path, run_path, level):
+    """ERR@k equals ir_measures' (its gdeval provider runs gdeval.pl with perl) query by query: the
+    oblivious value under trec_eval's order (gdeval's: score, then doc id descending) with ties,
+    and every statistic on the tie-free run. gdeval prints 5 decimals."""
+    _assert_equals_ir_measures(qrels_path, run_path, ["ERR@1", "ERR@5", "ERR@10", "ERR@20"], 5.1e-6,
+                               variance_zero_when_tie_free=True)
 
 
 @pytest.mark.parametrize("qrels_path,run_path,level", GDEVAL_FILES, ids=_ids(GDEVAL_FILES))
@@ -220,22 +227,8 @@ def test_ndcg_exp_log2_equals_ir_measures(qrels_path, run_path, level):
     """nDCG(dcg='exp-log2')@k (gain 2^grade - 1) equals ir_measures' (its gdeval provider: trec_eval's
     tie order, 5 decimals) query by query: the oblivious value with ties and every statistic on the
     tie-free run."""
-    ir_measures = pytest.importorskip("ir_measures")
-    qrels = tieaware.read_trec_qrels(qrels_path)
-    run = tieaware.read_trec_run(run_path)
-    names = ["nDCG(dcg='exp-log2')@1", "nDCG(dcg='exp-log2')@5", "nDCG(dcg='exp-log2')@20"]
-    for data in (run, _tie_free(run)):
-        theirs: dict = {}
-        for row in ir_measures.iter_calc([ir_measures.parse_measure(n) for n in names], qrels, data):
-            theirs.setdefault(str(row.measure), {})[row.query_id] = row.value
-        report = tieaware.evaluate(qrels, data, names, make_comparable=True, oblivious="ir_measures")
-        for name in names:
-            frame = report[name].per_query
-            assert theirs[name], name
-            for qid, value in theirs[name].items():
-                assert frame.loc[qid, "oblivious"] == pytest.approx(value, abs=5.1e-6), (name, qid)
-                if data is not run:
-                    assert frame.loc[qid, "expected"] == pytest.approx(value, abs=5.1e-6), (name, qid)
+    _assert_equals_ir_measures(qrels_path, run_path, ["nDCG(dcg='exp-log2')@1", "nDCG(dcg='exp-log2')@5",
+                                                      "nDCG(dcg='exp-log2')@20"], 5.1e-6)
 
 
 GAIN_MAPS = ["nDCG(gains={1:3,2:9})@10", "nDCG(gains={0:1,1:0,2:5})", "nDCG(gains={2:1})@5", "nDCG(gains={1:2,2:1})@20"]
@@ -245,18 +238,4 @@ GAIN_MAPS = ["nDCG(gains={1:3,2:9})@10", "nDCG(gains={0:1,1:0,2:5})", "nDCG(gain
 def test_ndcg_gain_maps_equal_ir_measures(qrels_path, run_path, level):
     """nDCG(gains={...}) (ir_measures maps the qrels' grades, then pytrec_eval's nDCG), non-monotone maps
     included, equals ir_measures query by query: the oblivious value with ties, every statistic tie-free."""
-    ir_measures = pytest.importorskip("ir_measures")
-    qrels = tieaware.read_trec_qrels(qrels_path)
-    run = tieaware.read_trec_run(run_path)
-    for data in (run, _tie_free(run)):
-        theirs: dict = {}
-        for row in ir_measures.iter_calc([ir_measures.parse_measure(n) for n in GAIN_MAPS], qrels, data):
-            theirs.setdefault(str(row.measure), {})[row.query_id] = row.value
-        report = tieaware.evaluate(qrels, data, GAIN_MAPS, make_comparable=True, oblivious="ir_measures")
-        for name in GAIN_MAPS:
-            frame = report[name].per_query
-            assert theirs[name], name
-            for qid, value in theirs[name].items():
-                assert frame.loc[qid, "oblivious"] == pytest.approx(value, abs=1e-12), (name, qid)
-                if data is not run:
-                    assert frame.loc[qid, "expected"] == pytest.approx(value, abs=1e-12), (name, qid)
+    _assert_equals_ir_measures(qrels_path, run_path, GAIN_MAPS, 1e-12)

@@ -21,6 +21,7 @@ import warnings
 from pathlib import Path
 
 from . import __version__
+from .display import fixed, progress, text_table
 from .errors import InputError, QueryMismatchError, TieawareError, UnknownMetricError
 from .metrics import expand_names, parse_metric
 
@@ -207,13 +208,6 @@ def _top_with_ties(run: dict, depth: int, path, command: str) -> dict:
     return out
 
 
-def _progress(items: list, desc: str):
-    """A progress bar on stderr, drawn only on a terminal and only once a step takes over a second."""
-    from tqdm.auto import tqdm
-
-    return tqdm(items, desc=desc, unit="run", delay=1.0, disable=not sys.stderr.isatty(), leave=False)
-
-
 def _digits(text: str) -> int:
     value = int(text)
     if not 0 <= value <= 15:
@@ -247,16 +241,10 @@ def _probability(text: str) -> float:
     return value
 
 
-def _fixed(value: float, digits: int, width: int = 0) -> str:
-    """Fixed-point text without a "-0.0000" for tiny negative noise."""
-    return f"{round(value, digits) + 0.0:{width}.{digits}f}"
-
-
 def _write_frame(frame, fmt: str, digits: int) -> None:
     """A flat DataFrame as an aligned table, TSV, CSV (full precision) or a JSON list of objects."""
     if fmt == "table":
-        text = frame.to_string(index=False, float_format=lambda x: _fixed(x, digits))
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(text_table(frame, digits, index=False) + "\n")
     elif fmt in ("tsv", "csv"):
         frame.to_csv(sys.stdout, sep="\t" if fmt == "tsv" else ",", index=False, lineterminator="\n",
                      float_format=lambda x: repr(float(x)))
@@ -303,13 +291,13 @@ def _write_trec(frame, runids: dict, num_queries: dict, lines: list, relevance_l
         means = by_query.pop("all")
         for qid in sorted(by_query, key=lambda q: q.encode("utf-8")):
             for trec_name in order:
-                out.write(f"{trec_name:<22}\t{qid}\t{_fixed(by_query[qid][first[trec_name]], digits, 6)}\n")
+                out.write(f"{trec_name:<22}\t{qid}\t{fixed(by_query[qid][first[trec_name]], digits, 6)}\n")
         if "runid" in lines:
             out.write(f"{'runid':<22}\tall\t{runids[run]}\n")
         if "num_q" in lines:
             out.write(f"{'num_q':<22}\tall\t{num_queries[run]}\n")
         for trec_name in order:
-            out.write(f"{trec_name:<22}\tall\t{_fixed(means[first[trec_name]], digits, 6)}\n")
+            out.write(f"{trec_name:<22}\tall\t{fixed(means[first[trec_name]], digits, 6)}\n")
 
 
 def _evaluate_file(qrels, path, metrics: list, args):
@@ -361,7 +349,8 @@ def cmd_eval(args) -> int:
     if not isinstance(qrels, dict):
         qrels = qrels.to_dict()
     frames, runids, num_queries = [], {}, {}
-    for name, path in _progress(list(zip(_run_names(args.runs), args.runs)), "evaluating"):
+    for name, path in progress(list(zip(_run_names(args.runs), args.runs)), unit="run", desc="evaluating", delay=1.0,
+                               leave=False):
         try:
             report = _evaluate_file(qrels, path, metrics, args)
         except QueryMismatchError as exc:

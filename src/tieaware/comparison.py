@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
+from .display import progress
 from .errors import InputError, UnknownMetricError
 from .evaluation import evaluate
 from .inputs import file_stem, is_ranx_run, load_qrels, load_run
@@ -80,14 +81,6 @@ def named_runs(runs) -> dict:
                 raise InputError(f"Two runs are named {name!r}: pass a dict {{name: run}} to name them.")
             named[name] = run
     return {name: load_run(run) if isinstance(run, (str, os.PathLike)) else run for name, run in named.items()}
-
-
-def _progress(items, show: bool, desc: str):
-    if not show:
-        return items
-    from tqdm.auto import tqdm
-
-    return tqdm(items, desc=desc, unit="run", delay=1.0)
 
 
 def _ranx_report_class():
@@ -363,7 +356,7 @@ def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutati
     if not named:
         raise InputError("No runs to compare.")
     results = {}
-    for name in _progress(list(named), show_progress, "evaluating"):
+    for name in progress(list(named), unit="run", desc="evaluating", show=show_progress, delay=1.0):
         results[name] = evaluate(qrels, named[name], metric_names, threads=threads, make_comparable=make_comparable,
                                  oblivious=oblivious, relevance_level=relevance_level)
     aligned = _aligned_expected(results, metric_names)

@@ -12,9 +12,10 @@ from collections.abc import Iterable
 DIGITS = 4
 
 
-def fixed(value: float, digits: int = DIGITS) -> str:
-    """Fixed-point text without a "-0.0000" for tiny negative noise: ``fixed(-1e-12) == "0.0000"``."""
-    return f"{round(float(value), digits) + 0.0:.{digits}f}"
+def fixed(value: float, digits: int = DIGITS, width: int = 0) -> str:
+    """Fixed-point text, right-aligned to `width`, without a "-0.0000" for tiny negative noise:
+    ``fixed(-1e-12) == "0.0000"``."""
+    return f"{round(float(value), digits) + 0.0:{width}.{digits}f}"
 
 
 def text_table(frame, digits: int = DIGITS, *, index: bool = True) -> str:

@@ -31,6 +31,16 @@ class InputTypeError(InputError, TypeError):
     """An argument of the wrong type (a ``TypeError`` too)."""
 
 
+class QueryValueError(InputError):
+    """A metric cannot use one query's data. Raised by the kernel families, which know queries only
+    by position: ``query`` is that index and ``reason`` the rest of the sentence; `tieaware.evaluate`
+    re-raises it naming the query id."""
+
+    def __init__(self, query: int, reason: str):
+        super().__init__(f"query #{query} {reason}")
+        self.query, self.reason = query, reason
+
+
 class UnknownMetricError(TieawareError):
     """A metric name in none of the supported syntaxes; the message lists them."""
 

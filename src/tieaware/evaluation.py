@@ -6,9 +6,9 @@ import warnings
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, QueryValueError
 from .inputs import QrelsLike, RunLike, is_ranx_run
-from .kernels.families import Judged, Params, err, family_stats
+from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricsLike, MetricSpec, parse_metrics
 from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ir_measures_order, ranked_lists
 from .report import EvaluationReport, MetricResult, per_query_frame
@@ -153,14 +153,12 @@ def _check_arguments(oblivious, relevance_level, threads) -> None:
 
 
 def _finite_stats(lists: RankedLists, judged: Judged, spec: MetricSpec) -> np.ndarray:
-    """`metric_stats`, refusing a non-finite value (no mean may skip a query silently) and, for ERR,
-    a grade gdeval refuses: above its top grade 4 (R = (2^grade - 1)/16 would pass 1) or not an integer."""
-    if spec.family == "err":
-        unusable = err.first_unusable_grade(judged)
-        if unusable is not None:
-            raise InputError(f"{spec.name}: query {lists.query_ids[unusable[0]]!r} has grade {unusable[1]:g} in the "
-                             f"qrels; ERR (as gdeval computes it) takes integer grades up to {err.MAX_GRADE}.")
-    stats = metric_stats(judged, spec)
+    """`metric_stats`, naming the query id of a family's `QueryValueError`, and refusing a non-finite
+    value (no mean may skip a query silently)."""
+    try:
+        stats = metric_stats(judged, spec)
+    except QueryValueError as error:
+        raise InputError(f"{spec.name}: query {lists.query_ids[error.query]!r} {error.reason}") from None
     bad = np.flatnonzero(~np.isfinite(stats).all(axis=1))
     if bad.size:
         raise InputError(f"{spec.name} is not finite for query {lists.query_ids[bad[0]]!r} ({bad.size} queries): "

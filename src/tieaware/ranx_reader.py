@@ -59,7 +59,7 @@ def run_sizes(run_td, query_ids):
 
 @njit(cache=True)
 def run_scores(run_td, query_ids, offsets):
-    """Every score, in the Run's own order."""
+    """Every value of a Run (scores) or Qrels (grades) for `query_ids`, in the dict's own order."""
     scores = np.empty(offsets[-1], np.float64)
     for i in range(len(query_ids)):
         if query_ids[i] in run_td:
@@ -292,14 +292,9 @@ def _compare_id(doc, n, codes, row, length):
 def qrels_grades(qrels_td, query_ids):
     """(Q+1,) CSR offsets and each query's grades, sorted descending."""
     offsets = run_sizes(qrels_td, query_ids)
-    grades = np.empty(offsets[-1], np.float64)
+    grades = run_scores(qrels_td, query_ids, offsets)
     for i in range(len(query_ids)):
-        if query_ids[i] in qrels_td:
-            j = offsets[i]
-            for g in qrels_td[query_ids[i]].values():
-                grades[j] = g
-                j += 1
-            grades[offsets[i]:offsets[i + 1]] = -np.sort(-grades[offsets[i]:offsets[i + 1]])
+        grades[offsets[i]:offsets[i + 1]] = -np.sort(-grades[offsets[i]:offsets[i + 1]])
     return offsets, grades
 
 

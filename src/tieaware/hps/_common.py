@@ -10,6 +10,7 @@ import numpy as np
 import ranx
 import torch
 
+from ..display import progress
 from ..errors import InputError, InputTypeError, MissingFileError, MissingIdError
 from ..inputs import load_run
 from . import _sentence_transformers as _st
@@ -307,6 +308,4 @@ class Scorer:
         raise NotImplementedError
 
     def _progress(self, total: int, unit: str, desc: str | None = None):
-        from tqdm.auto import tqdm
-
-        return tqdm(total=total, unit=unit, desc=desc, disable=not self.show_progress)
+        return progress(total=total, unit=unit, desc=desc, show=self.show_progress)

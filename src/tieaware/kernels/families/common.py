@@ -161,6 +161,12 @@ class Judged:
         return self._per_query((self.qrel_rel >= 0.0) & (self.qrel_rel < level))
 
 
+@njit(cache=True, inline="always")
+def top_slots(cutoff, above, size):
+    """A group's t_n: how many of its `size` slots, below `above` documents, fall in the top `cutoff`."""
+    return min(max(cutoff - above, 0), size)
+
+
 @njit(cache=True)
 def count_relevant(relevant, start, stop):
     """Members start..stop-1 with a non-zero relevance flag (a group's r_n)."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .common import Judged, Params, all_orders, gains, inverse, scaled
+from .common import Judged, Params, all_orders, gains, inverse, scaled, top_slots
 
 
 @njit(cache=True)
@@ -49,7 +49,7 @@ def weighted_moments(count, offsets, above, size, end, gain, cutoff, weight, wei
         for gi in range(offsets[q], offsets[q] + count[q]):
             c = above[gi]
             g = size[gi]
-            t = min(max(cutoff[q] - c, 0), g)
+            t = top_slots(cutoff[q], c, g)
             sum_a = 0.0
             sum_a2 = 0.0
             for j in range(start, end[gi]):

@@ -37,7 +37,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .common import Judged, Params, all_orders
+from ...errors import QueryValueError
+from .common import Judged, Params, all_orders, top_slots
 
 #: gdeval's MAX_JUDGMENT: the top grade, R = (2^grade - 1) / 2^MAX_GRADE.
 MAX_GRADE = 4
@@ -121,7 +122,7 @@ def err_moments(count, offsets, above, size, end, value, cutoff, out):
         for gi in range(offsets[q], offsets[q] + count[q]):
             c = above[gi]
             g = size[gi]
-            t = min(max(cutoff[q] - c, 0), g)
+            t = top_slots(cutoff[q], c, g)
             if t == 0:
                 break  # this group and every later one lie past the cutoff
             if end[gi] > start and value[start] > 0.0:  # best-first: the group holds a positive R
@@ -144,18 +145,18 @@ def satisfaction(grades: np.ndarray) -> np.ndarray:
     return np.where(grades > 0.0, (np.power(2.0, np.minimum(grades, MAX_GRADE)) - 1.0) / 2.0 ** MAX_GRADE, 0.0)
 
 
-def first_unusable_grade(judged: Judged) -> tuple[int, float] | None:
-    """(query index, grade) of the first query whose qrels hold a grade gdeval refuses (above
-    `MAX_GRADE` or not an integer), or None."""
+def _refuse_unusable_grades(judged: Judged) -> None:
+    """Raise `QueryValueError` for the first query whose qrels hold a grade gdeval refuses (above
+    `MAX_GRADE`: R = (2^grade - 1)/16 would pass 1; or not an integer)."""
     grades = judged.qrel_rel
     bad = np.flatnonzero((grades > MAX_GRADE) | (grades != np.floor(grades)))
-    if bad.size == 0:
-        return None
-    query = int(np.searchsorted(judged.qrel_offsets, bad[0], side="right")) - 1
-    return query, float(grades[bad[0]])
+    if bad.size:
+        query = int(np.searchsorted(judged.qrel_offsets, bad[0], side="right")) - 1
+        raise QueryValueError(query, f"has grade {grades[bad[0]]:g} in the qrels; ERR (as gdeval computes it) "
+                                     f"takes integer grades up to {MAX_GRADE}.")
 
 
 def err(judged: Judged, p: Params) -> np.ndarray:
-    """ERR@k. Returns (Q, 5): expected, variance, min, max, oblivious. The caller refuses the grades
-    gdeval refuses (`first_unusable_grade`); here grades above 4 count as 4."""
+    """ERR@k. Returns (Q, 5): expected, variance, min, max, oblivious; grades gdeval refuses raise."""
+    _refuse_unusable_grades(judged)
     return all_orders(err_moments, judged, satisfaction(judged.mem_rel), judged.cutoffs(p.k))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .common import Judged, Params, all_orders, count_relevant, gains
+from .common import Judged, Params, all_orders, count_relevant, gains, top_slots
 
 
 @njit(cache=True)
@@ -38,7 +38,7 @@ def rr_moments(count, offsets, above, size, end, relevant, cutoff, out):
         for gi in range(offsets[q], offsets[q] + count[q]):
             c = above[gi]
             g = size[gi]
-            t = min(max(cutoff[q] - c, 0), g)
+            t = top_slots(cutoff[q], c, g)
             r = count_relevant(relevant, start, end[gi])
             start = end[gi]
             if r == 0:

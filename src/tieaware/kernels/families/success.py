@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .common import Judged, Params, all_orders, count_relevant, gains
+from .common import Judged, Params, all_orders, count_relevant, gains, top_slots
 
 
 @njit(cache=True)
@@ -32,7 +32,7 @@ def success_moments(count, offsets, above, size, end, relevant, cutoff, out):
         start = offsets[q]
         for gi in range(offsets[q], offsets[q] + count[q]):
             g = size[gi]
-            t = min(max(cutoff[q] - above[gi], 0), g)
+            t = top_slots(cutoff[q], above[gi], g)
             r = count_relevant(relevant, start, end[gi])
             start = end[gi]
             if r > 0 and t > 0:
