@@ -6,14 +6,18 @@ import gzip
 import lzma
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import ranx
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tieaware
 from tieaware import InputError, TieawareError, UnknownMetricError
 from tieaware.cli import main as cli_main
 from tieaware.inputs import read_text
+from tieaware.ranked_lists import ranked_lists
 
 QRELS = {"q1": {"d1": 2, "d2": 0, "d3": 1}, "q2": {"d5": 1}}
 RUN = {"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.2, "d4": 0.9}, "q2": {"d5": 0.3, "d6": 0.3, "d7": 0.3}}
@@ -253,70 +257,63 @@ def _frame(table: dict, value: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["q_id", "doc_id", value])
 
 
-try:
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
-except ImportError:  # pragma: no cover - hypothesis is in the dev extra
-    given = None
+_ids = st.sampled_from(["d1", "d2", "d3", "d4", "d5", "dé", "d10"])
+_queries = st.sampled_from(["q1", "q2", "q3"])
+_scores = st.sampled_from([0.0, 0.25, 0.5, 0.5, 1.0, -1.0, math.inf, 1e300, 3.0])
+_grades = st.sampled_from([0, 1, 2, 3, -1])
+_qrels = st.dictionaries(_queries, st.dictionaries(_ids, _grades, min_size=1, max_size=5), min_size=1, max_size=3)
+_runs = st.dictionaries(_queries, st.dictionaries(_ids, _scores, min_size=1, max_size=6), min_size=1, max_size=3)
 
-if given is not None:
-    _ids = st.sampled_from(["d1", "d2", "d3", "d4", "d5", "dé", "d10"])
-    _queries = st.sampled_from(["q1", "q2", "q3"])
-    _scores = st.sampled_from([0.0, 0.25, 0.5, 0.5, 1.0, -1.0, math.inf, 1e300, 3.0])
-    _grades = st.sampled_from([0, 1, 2, 3, -1])
-    _qrels = st.dictionaries(_queries, st.dictionaries(_ids, _grades, min_size=1, max_size=5), min_size=1, max_size=3)
-    _runs = st.dictionaries(_queries, st.dictionaries(_ids, _scores, min_size=1, max_size=6), min_size=1, max_size=3)
-
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(qrels=_qrels, run=_runs, make_comparable=st.booleans())
-    def test_every_container_gives_the_same_numbers_or_a_tieaware_error(tmp_path, qrels, run, make_comparable):
-        """dict, DataFrame, TREC file, gzipped TREC file and ranx objects: identical values, or
-        the same `TieawareError` class from each; inputs never mutated."""
-        qrels_path, run_path = tmp_path / "qrels.trec", tmp_path / "run.trec"
-        _write_trec(qrels_path, qrels, "qrels")
-        _write_trec(run_path, run, "run")
-        run_gz = tmp_path / "run.trec.gz"
-        run_gz.write_bytes(gzip.compress(run_path.read_bytes()))
-        snapshot = (repr(qrels), repr(run))
-        forms = {
-            "dict": (qrels, run),
-            "frame": (_frame(qrels, "relevance"), _frame(run, "score")),
-            "trec": (str(qrels_path), str(run_path)),
-            "gz": (str(qrels_path), str(run_gz)),
-            "ranx": (ranx.Qrels(qrels), ranx.Run(run)),
-            "dict+ranx": (qrels, ranx.Run(run)),
-            "ranx+dict": (ranx.Qrels(qrels), run),
-            "ranx unicode ids": (ranx.Qrels(qrels), _unicode_keyed_run(run)),
-        }
-        outcomes = {}
-        for form, (q, r) in forms.items():
-            try:
-                outcomes[form] = _values(tieaware.evaluate(q, r, METRICS, make_comparable=make_comparable))
-            except TieawareError as exc:
-                outcomes[form] = type(exc)
-        assert (repr(qrels), repr(run)) == snapshot
-        first = outcomes["dict"]
-        for form, outcome in outcomes.items():
-            if isinstance(first, dict) and isinstance(outcome, dict):
-                for name in METRICS:
-                    assert outcome[name] == pytest.approx(first[name], abs=1e-12), (form, name)
-            else:
-                assert outcome == first, (form, outcomes)
-
-    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(lines=st.lists(st.text(alphabet=" \t0123456789.-_eEinfQxq\u00e9\u0661#", max_size=24), max_size=6),
-           kind=st.sampled_from(["qrels", "run"]))
-    def test_random_trec_text_either_reads_or_raises_an_input_error(tmp_path, lines, kind):
-        path = tmp_path / f"{kind}.trec"
-        path.write_text("\n".join(lines), encoding="utf-8")
-        reader = tieaware.read_trec_qrels if kind == "qrels" else tieaware.read_trec_run
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(qrels=_qrels, run=_runs, make_comparable=st.booleans())
+def test_every_container_gives_the_same_numbers_or_a_tieaware_error(tmp_path, qrels, run, make_comparable):
+    """dict, DataFrame, TREC file, gzipped TREC file and ranx objects: identical values, or
+    the same `TieawareError` class from each; inputs never mutated."""
+    qrels_path, run_path = tmp_path / "qrels.trec", tmp_path / "run.trec"
+    _write_trec(qrels_path, qrels, "qrels")
+    _write_trec(run_path, run, "run")
+    run_gz = tmp_path / "run.trec.gz"
+    run_gz.write_bytes(gzip.compress(run_path.read_bytes()))
+    snapshot = (repr(qrels), repr(run))
+    forms = {
+        "dict": (qrels, run),
+        "frame": (_frame(qrels, "relevance"), _frame(run, "score")),
+        "trec": (str(qrels_path), str(run_path)),
+        "gz": (str(qrels_path), str(run_gz)),
+        "ranx": (ranx.Qrels(qrels), ranx.Run(run)),
+        "dict+ranx": (qrels, ranx.Run(run)),
+        "ranx+dict": (ranx.Qrels(qrels), run),
+        "ranx unicode ids": (ranx.Qrels(qrels), _unicode_keyed_run(run)),
+    }
+    outcomes = {}
+    for form, (q, r) in forms.items():
         try:
-            table = reader(path)
-        except InputError:
-            return
-        for docs in table.values():
-            for value in docs.values():
-                assert isinstance(value, int) if kind == "qrels" else not math.isnan(value)
+            outcomes[form] = _values(tieaware.evaluate(q, r, METRICS, make_comparable=make_comparable))
+        except TieawareError as exc:
+            outcomes[form] = type(exc)
+    assert (repr(qrels), repr(run)) == snapshot
+    first = outcomes["dict"]
+    for form, outcome in outcomes.items():
+        if isinstance(first, dict) and isinstance(outcome, dict):
+            for name in METRICS:
+                assert outcome[name] == pytest.approx(first[name], abs=1e-12), (form, name)
+        else:
+            assert outcome == first, (form, outcomes)
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.text(alphabet=" \t0123456789.-_eEinfQxq\u00e9\u0661#", max_size=24), max_size=6),
+       kind=st.sampled_from(["qrels", "run"]))
+def test_random_trec_text_either_reads_or_raises_an_input_error(tmp_path, lines, kind):
+    path = tmp_path / f"{kind}.trec"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    reader = tieaware.read_trec_qrels if kind == "qrels" else tieaware.read_trec_run
+    try:
+        table = reader(path)
+    except InputError:
+        return
+    for docs in table.values():
+        for value in docs.values():
+            assert isinstance(value, int) if kind == "qrels" else not math.isnan(value)
 
 
 def test_read_text_of_a_missing_file_is_an_input_error(tmp_path):
@@ -325,30 +322,141 @@ def test_read_text_of_a_missing_file_is_an_input_error(tmp_path):
 
 
 # ------------------------------------------------- two readers, one result
+GROUP_ARRAYS = ("n_ret", "qrel_offsets", "qrel_rel", "n_groups", "mem_offsets", "mem_rel", "mem_index",
+                "mem_input_rank", "mem_trec_rank", "grp_above", "grp_size", "grp_mem_start", "grp_mem_end")
+
+
+def _brute_force_groups(qrels: dict, run: dict) -> list:
+    """Per query, per judged tie group (score descending): (above, size, members), each member
+    (grade, input index, input rank in the group, trec_eval rank: documents of the group whose
+    UTF-8 id is greater), members by grade descending then input order."""
+    out = []
+    for qid, docs in run.items():
+        items = list(docs.items())
+        judged = [(i, d, s) for i, (d, s) in enumerate(items) if d in qrels.get(qid, {})]
+        groups = []
+        for score in sorted({s for _, _, s in judged}, reverse=True):
+            in_group = [(i, d) for i, (d, s) in enumerate(items) if s == score]
+            members = sorted(((qrels[qid][d], i, [j for j, _ in in_group].index(i),
+                               sum(other.encode() > d.encode() for _, other in in_group))
+                              for i, d, s in judged if s == score), key=lambda m: (-m[0], m[1]))
+            groups.append((sum(s > score for _, s in items), len(in_group), members))
+        out.append(groups)
+    return out
+
+
+def _groups_of(lists) -> list:
+    """`_brute_force_groups`' layout read from a RankedLists (trec_eval rank from ``tool_rank``)."""
+    trec = lists.tool_rank("trec_eval")
+    out = []
+    for q in range(len(lists.query_ids)):
+        slots = range(lists.mem_offsets[q], lists.mem_offsets[q] + lists.n_groups[q])
+        out.append([(lists.grp_above[g], lists.grp_size[g],
+                     [(lists.mem_rel[m], lists.mem_index[m], lists.mem_input_rank[m], trec[m])
+                      for m in range(lists.grp_mem_start[g], lists.grp_mem_end[g])]) for g in slots])
+    return out
+
+
+def _assert_same_lists(typed, plain) -> None:
+    assert typed.query_ids == plain.query_ids
+    for name in GROUP_ARRAYS:
+        assert np.array_equal(getattr(typed, name), getattr(plain, name)), name
+    for order in ("trec_eval", "input", "docid_ascending"):  # ranx orders a Run and a dict differently
+        assert np.array_equal(typed.tool_rank(order), plain.tool_rank(order)), order
+
+
 @pytest.mark.parametrize("qrels_kind", ["dict", "ranx"])
 @pytest.mark.parametrize("run_kind", ["charseq", "unicode"])
 def test_typed_dict_reader_equals_dict_reader(qrels_kind, run_kind):
-    """The jitted reader of ranx's typed dicts gives the arrays the dict reader gives: non-ASCII
-    ids, ids of different lengths, judged ties, a query with no judged document, one whose
-    judged documents were not retrieved."""
-    import numpy as np
-
-    from tieaware.ranked_lists import ranked_lists
-
+    """The jitted reader of ranx's typed dicts gives the arrays the dict reader gives, and both the
+    groups a brute-force reading gives: non-ASCII ids (2-, 3- and 4-byte UTF-8), ids of different
+    lengths, judged ties, a query with no judged document, one whose judged documents were not
+    retrieved, a query with an empty run and one with empty qrels."""
     qrels = {"q1": {"dé": 1, "d€x": 0, "d10": 2, "d1": 1}, "q2": {"𝄞": 1, "zz": 0}, "q3": {"nothere": 1},
-             "q4": {"a": 1}}
+             "q4": {"a": 1}, "q5": {"a": 1}, "q6": {}}
     run = {"q1": {"d1": .5, "dé": .5, "d€x": .5, "d10": .25, "d2": .5, "e": .25},
-           "q2": {"𝄞": 1.0, "zz": 1.0, "zzz": 1.0, "z": 1.0}, "q3": {"x": .1, "y": .1}, "q4": {"b": .3}}
-    ranx_run = ranx.Run(run) if run_kind == "charseq" else _unicode_keyed_run(run)
+           "q2": {"𝄞": 1.0, "zz": 1.0, "zzz": 1.0, "z": 1.0, "\uffff": 1.0}, "q3": {"x": .1, "y": .1},
+           "q4": {"b": .3}, "q5": {}, "q6": {"a": .2, "b": .2}}
+    ranx_run = ranx.Run(run) if run_kind == "charseq" else _unicode_keyed_run_with_empty(run)
     ranx_qrels = ranx.Qrels(qrels) if qrels_kind == "ranx" else qrels
-    plain = ranked_lists(qrels, ranx_run.to_dict())
+    as_dict = {q: dict(ranx_run.run[q]) for q in ranx_run.run}
     typed = ranked_lists(ranx_qrels, ranx_run)
-    assert typed.query_ids == plain.query_ids
-    for name in ("offsets", "scores", "rel", "judged", "qrel_offsets", "qrel_rel", "n_groups", "mem_rel",
-                 "grp_above", "grp_size"):
-        assert np.array_equal(getattr(typed, name), getattr(plain, name)), name
-    for order in ("trec_eval", "input"):
-        assert np.array_equal(typed.tool_rank(order), plain.tool_rank(order)), order
+    plain = ranked_lists(qrels, as_dict)
+    _assert_same_lists(typed, plain)
+    expected = _brute_force_groups(qrels, as_dict)
+    assert _groups_of(plain) == expected
+    # "𝄞" (U+1D11E) sorts above "\uffff" in UTF-8 and by code point (below it in UTF-16): no greater id
+    assert expected[1][0][2][0][3] == 0
+
+
+_IDS = st.text(alphabet=st.sampled_from("ab\u00e9\u20ac\U0001d11e\ufffd0"), min_size=0, max_size=5)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.lists(st.tuples(st.dictionaries(_IDS, st.sampled_from([0.25, 0.5, 0.75, 1.0]), max_size=14),
+                               st.lists(st.integers(-1, 3), max_size=20), st.lists(_IDS, max_size=3)),
+                     min_size=1, max_size=4))
+def test_readers_equal_brute_force_on_random_tied_runs(data):
+    """Random runs with heavy ties and ids sharing prefixes (empty ids too): both readers give the
+    groups, input ranks and trec_eval ranks of a brute-force reading, chunking included."""
+    run, qrels = {}, {}
+    for q, (docs, grades, unretrieved) in enumerate(data):
+        run[f"q{q}"] = docs
+        judged = dict(zip(list(docs)[::2], grades))
+        judged.update({f"x{u}": 1 for u in ["", *unretrieved]})  # ranx.Qrels needs one judgment somewhere
+        qrels[f"q{q}"] = judged
+    plain = ranked_lists(qrels, run)
+    assert _groups_of(plain) == _brute_force_groups(qrels, run)
+    ranx_run = _unicode_keyed_run_with_empty(run)  # empty queries come last
+    _assert_same_lists(ranked_lists(ranx.Qrels(qrels), ranx_run),
+                       ranked_lists(qrels, {q: dict(ranx_run.run[q]) for q in ranx_run.run}))
+
+
+def _unicode_keyed_run_with_empty(run: dict) -> ranx.Run:
+    """`_unicode_keyed_run`, keeping empty queries (``add_score`` cannot add one)."""
+    from numba import types
+    from numba.typed import Dict
+
+    out = _unicode_keyed_run(run)
+    for qid in run:
+        if not run[qid]:
+            out.run[qid] = Dict.empty(types.unicode_type, types.float64)
+    return out
+
+
+def test_dict_reader_reads_in_chunks_as_in_one_piece(monkeypatch):
+    """A run read in chunks of a few documents gives the arrays it gives in one chunk."""
+    from tieaware import ranked_lists as module
+
+    qrels = {f"q{q}": {f"d{d}": d % 3 for d in range(0, 12, 2)} for q in range(7)}
+    run = {f"q{q}": {f"d{d}": float((d * q) % 4) for d in range(q + 3)} for q in range(7)}
+    whole = ranked_lists(qrels, run)
+    monkeypatch.setattr(module, "CHUNK_DOCS", 5)
+    _assert_same_lists(ranked_lists(qrels, run), whole)
+
+
+def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers():
+    """numba specialises on a Run's doc-id width: only `ranx_reader`'s loops compile again, never
+    the group or metric kernels (they take plain arrays)."""
+    from numba import typeof
+
+    from tieaware import ranx_reader
+    from tieaware.warming import _dispatchers
+
+    qrels = ranx.Qrels({"q1": {"d1": 1, "d3": 0}})
+    tieaware.evaluate(qrels, ranx.Run({"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.25}}), ["ndcg@2", "map"])
+    kernels = {kernel: len(kernel.signatures) for kernel in _dispatchers()}
+    wide = ranx.Run({"q1": {"d1": 0.5, "d" + "x" * 40 + "y": 0.5, "d3": 0.25}})
+    tieaware.evaluate(qrels, wide, ["ndcg@2", "map"])
+    assert typeof(wide.run) in [signature[0] for signature in ranx_reader.read_run.signatures]
+    assert {kernel: len(kernel.signatures) for kernel in _dispatchers()} == kernels
+
+
+def test_ids_holding_nul_are_read_whole():
+    """An id containing NUL cannot be split at NULs: the reader falls back to lengths."""
+    qrels = {"q1": {"a\0b": 1, "a": 0}}
+    run = {"q1": {"a": 0.5, "a\0b": 0.5, "a\0": 0.5}}
+    assert _groups_of(ranked_lists(qrels, run)) == _brute_force_groups(qrels, run)
 
 
 def test_no_queries_give_nan_with_a_warning_never_zero():

@@ -1,6 +1,7 @@
 """`evaluate`: a drop-in for ``ranx.evaluate`` that reports what tie order does."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 
@@ -132,13 +133,16 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
 def per_query_frames(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str):
     """(query ids, {metric name: per-query DataFrame}) of one qrels/run pair held in memory."""
     lists = ranked_lists(qrels, run, make_comparable)
-    by_order: dict[str, Judged] = {}
     frames = {}
     for spec in specs:
         order = tie_order(spec, oblivious)
-        if order not in by_order:
-            by_order[order] = judged_lists(lists, order)
-        frames[spec.name] = per_query_frame(lists.query_ids, _finite_stats(lists, by_order[order], spec))
+        key = (dataclasses.replace(spec, name=""), order)
+        if key not in lists.stats:  # kept with the lists: a cached ranx Run evaluated again reuses them
+            if order not in lists.judged:
+                lists.judged[order] = judged_lists(lists, order)
+            lists.stats[key] = _finite_stats(lists, lists.judged[order], spec)
+            lists.stats[key].setflags(write=False)
+        frames[spec.name] = per_query_frame(lists.query_ids, lists.stats[key])
     return lists.query_ids, frames
 
 

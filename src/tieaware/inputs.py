@@ -428,8 +428,9 @@ def _from_file(path: Path, kind: str) -> dict:
     return _read_trec(path, kind)
 
 
-def _checked_mapping(obj, kind: str, what: str) -> dict:
-    """``{qid: {docid: value}}`` with string ids; anything else is named."""
+def _checked_mapping(obj, kind: str, what: str, doc_ids: bool = True) -> dict:
+    """``{qid: {docid: value}}`` with string ids; anything else is named. ``doc_ids=False`` leaves
+    the inner dicts' keys to the caller (`string_keys`), which reads them anyway."""
     if not isinstance(obj, Mapping):
         raise InputError(f"{what} is a {type(obj).__name__}; {_EXPECTED[kind]}.")
     if MTEB_META in obj:
@@ -443,7 +444,7 @@ def _checked_mapping(obj, kind: str, what: str) -> dict:
         key = qid if type(qid) is str else _string_id(qid, kind, "query")
         if key in out:
             raise InputError(f"{what}: query id {qid!r} appears twice once ids are read as strings.")
-        out[key] = _string_keys(docs, kind, key)
+        out[key] = string_keys(docs, kind, key) if doc_ids or type(docs) is not dict else docs
     return out
 
 
@@ -465,7 +466,7 @@ def _all_strings(keys) -> bool:
     return True
 
 
-def _string_keys(docs: Mapping, kind: str, qid: str) -> Mapping:
+def string_keys(docs: Mapping, kind: str, qid: str) -> Mapping:
     """The inner dict itself when all its ids are strings, else a copy with ``str`` ids
     (so a run ``{"a": 0.5, 2: 0.1}`` matches qrels document ``"2"``); a collision such as
     ``1`` and ``"1"`` is an error."""
@@ -542,19 +543,20 @@ def load_qrels(qrels):
     return _load(qrels, "qrels")
 
 
-def load_run(run):
-    """A run as a ranx ``Run`` (kept as is) or a ``{qid: {docid: score}}`` dict with string ids."""
-    return _load(run, "run")
+def load_run(run, doc_ids: bool = True):
+    """A run as a ranx ``Run`` (kept as is) or a ``{qid: {docid: score}}`` dict with string ids
+    (``doc_ids=False``: the doc ids of a dict of dicts are left to the caller, `string_keys`)."""
+    return _load(run, "run", doc_ids)
 
 
-def _load(obj, kind: str):
+def _load(obj, kind: str, doc_ids: bool = True):
     if is_ranx_qrels(obj) if kind == "qrels" else is_ranx_run(obj):
         return obj
     if is_ranx_run(obj) or is_ranx_qrels(obj):
         other = "Run" if kind == "qrels" else "Qrels"
         raise InputError(f"A ranx {other} was given as the {kind}.")
     if isinstance(obj, Mapping):
-        return _checked_mapping(obj, kind, f"{kind} dict")
+        return _checked_mapping(obj, kind, f"{kind} dict", doc_ids)
     if isinstance(obj, (str, os.PathLike)):
         return _from_file(_checked_path(obj, kind), kind)
     if _is_dataframe(obj):

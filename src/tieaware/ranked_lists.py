@@ -1,13 +1,19 @@
-"""`RankedLists`: the compact array form every metric kernel reads.
+"""`RankedLists`: the judged tie groups every metric kernel reads.
 
-Built once per (qrels, run) pair from `inputs`: flat float64 scores and judgments
-in the run's own document order, CSR offsets per query, the qrels' grades per
-query (for R, N and the ideal DCG), and the judged tie groups of
-`kernels.groups`. For ranx objects it is cached on the ``Run`` (weakly, never
-stored in it), so evaluating several metrics in several calls converts once.
+Built once per (qrels, run) pair from `inputs` by `kernels.groups.query_groups`,
+one query at a time: per query the tie groups that hold a judged document, their
+judged members best-first with each member's rank in input order and in
+trec_eval's order, and the qrels' grades (for R, N and the ideal DCG). No array
+of the size of the run is kept: the run is read again only for ranx's tie order
+or to name a document in an error. For ranx objects the result is cached on the
+``Run`` (weakly, never stored in it), so evaluating several metrics in several
+calls converts once.
 
-ranx ``Run``/``Qrels`` are read by jitted loops over their numba typed dicts;
-Python dicts by C-level dict operations; no Python loop touches every document.
+ranx ``Run``/``Qrels`` are read by jitted loops over their numba typed dicts
+(`ranx_reader`); Python dicts by C-level operations (the values by
+``np.fromiter``, the ids joined and encoded as UTF-32 code points) in chunks of
+about `CHUNK_DOCS` documents, so memory grows with the chunk, not the run. No
+Python loop touches every document.
 """
 from __future__ import annotations
 
@@ -15,30 +21,23 @@ import math
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import chain, repeat
-from operator import itemgetter
+from itertools import chain
 
 import numpy as np
-from numba import types as nbtypes
-from numba.typed import Dict as TypedDict
+from numba.typed import List as TypedList
 
 from . import ranx_reader
 from .errors import InputError, QueryMismatchError
-from .inputs import is_ranx_qrels, is_ranx_run, load_qrels, load_run
-from .kernels.groups import group_slots, judged_groups
-from .kernels.tiebreak import (
-    RANX_ARGSORT_NEGATED,
-    RANX_ARGSORT_REVERSED,
-    ambiguous_groups,
-    ambiguous_members,
-    ranx_ranks,
-    trec_eval_ranks,
-)
+from .inputs import is_ranx_qrels, is_ranx_run, load_qrels, load_run, string_keys
+from .kernels.groups import group_slots, read_chunk, scratch
+from .kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambiguous_groups, ranx_ranks
 
 #: the tools whose tie order `evaluate(..., oblivious=...)` reproduces
 OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures")
 #: the orders inside a tie group that `RankedLists.tool_rank` computes ("ir_measures" picks one per metric)
 TIE_ORDERS = ("trec_eval", "ranx", "input", "docid_ascending")
+#: documents of Python dicts read per chunk (whole queries)
+CHUNK_DOCS = 1 << 18
 
 
 def ir_measures_order(family: str, k: int | None) -> str:
@@ -59,74 +58,52 @@ def ir_measures_order(family: str, k: int | None) -> str:
 
 @dataclass
 class RankedLists:
-    """Runs and qrels as arrays; see the module docstring.
+    """Runs and qrels as judged tie groups; see the module docstring and `kernels.groups`.
+
+    Judged members M (best-first inside each group, groups by score descending, queries in
+    order) and group slots (those of query q start at ``mem_offsets[q]``) are CSR by query.
 
     Attributes:
         query_ids: evaluated queries, in the run's order.
-        offsets: (Q+1,) CSR offsets into scores/rel/judged.
-        scores, rel, judged: per retrieved document, in the run's order.
-        qrel_offsets, qrel_rel: (Q+1,) and the qrels' grades per query, descending.
-        ranx_order: how ranx orders this input (`kernels.tiebreak` modes, or None
-            when the run's own order already is ranx's).
-        doc_id: global document index -> its id (for error messages).
-        doc_ids_utf8: sorted global indices -> (NUL-terminated UTF-8 ids, offsets), to
-            order ties by id as trec_eval does (dict runs).
-        judged_trec_rank: per retrieved judged document, in global order, how many
-            documents with the same score have a greater id (ranx runs: computed
-            while reading, see `ranx_reader.read_run`).
-        run_fingerprint: `ranx_reader.fingerprint` of the ranx Run read (None otherwise).
-
-    Derived in ``__post_init__`` by `kernels.groups.judged_groups` (judged members M,
-    group slots of query q from ``mem_offsets[q]``):
         n_ret: (Q,) documents retrieved per query.
-        mem_offsets: (Q+1,) judged retrieved documents before each query.
+        qrel_offsets, qrel_rel: (Q+1,) and the qrels' grades per query, descending.
         n_groups: (Q,) judged tie groups per query.
-        mem_rel, mem_index, mem_input_rank: (M,) each judged member's grade (best-first
-            inside its group), index in its query's input order, rank in its group in
-            input order.
-        grp_above, grp_size, grp_mem_start, grp_mem_end: (M,) per group slot: documents
-            above it, documents in it, and where its members start and end.
-        doc_slot: (n,) each document's group slot, or -1 outside every judged group.
+        mem_offsets: (Q+1,) judged retrieved documents before each query.
+        mem_rel, mem_index, mem_input_rank, mem_trec_rank: (M,) each judged member's grade, index in
+            its query's input order, and rank inside its group in input order and in trec_eval's
+            order (documents of the group with a greater id).
+        grp_above, grp_size, grp_mem_start, grp_mem_end: (M,) per group slot: documents above it,
+            documents in it, and where its members start and end.
+        ranx_order: how ranx orders this input (`kernels.tiebreak` modes, or None when the run's
+            own order already is ranx's).
+        all_scores: () -> (n,) every score in the run's order, read again (ranx's tie order only).
+        doc_id: (query index, document index) -> the document's id, for error messages.
+        run_fingerprint: `ranx_reader.fingerprint` of the ranx Run read (None otherwise).
     """
 
     query_ids: list
-    offsets: np.ndarray
-    scores: np.ndarray
-    rel: np.ndarray
-    judged: np.ndarray
+    n_ret: np.ndarray
     qrel_offsets: np.ndarray
     qrel_rel: np.ndarray
+    n_groups: np.ndarray
+    mem_offsets: np.ndarray
+    mem_rel: np.ndarray
+    mem_index: np.ndarray
+    mem_input_rank: np.ndarray
+    mem_trec_rank: np.ndarray
+    grp_above: np.ndarray
+    grp_size: np.ndarray
+    grp_mem_start: np.ndarray
+    grp_mem_end: np.ndarray
     ranx_order: int | None
-    doc_id: Callable[[int], str]
-    doc_ids_utf8: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
-    judged_trec_rank: np.ndarray | None = None
+    all_scores: Callable[[], np.ndarray]
+    doc_id: Callable[[int, int], str]
     run_fingerprint: int | None = None
-    n_ret: np.ndarray = field(init=False, repr=False)
-    mem_offsets: np.ndarray = field(init=False, repr=False)
-    n_groups: np.ndarray = field(init=False, repr=False)
-    mem_rel: np.ndarray = field(init=False, repr=False)
-    mem_index: np.ndarray = field(init=False, repr=False)
-    mem_input_rank: np.ndarray = field(init=False, repr=False)
-    grp_above: np.ndarray = field(init=False, repr=False)
-    grp_size: np.ndarray = field(init=False, repr=False)
-    grp_mem_start: np.ndarray = field(init=False, repr=False)
-    grp_mem_end: np.ndarray = field(init=False, repr=False)
-    doc_slot: np.ndarray = field(init=False, repr=False)
+    #: per tie order, its `kernels.families.Judged` (filled by `tieaware.evaluation`)
+    judged: dict = field(default_factory=dict, repr=False)
+    #: per (metric without its name, tie order), the per-query statistics (filled by `tieaware.evaluation`)
+    stats: dict = field(default_factory=dict, repr=False)
     _tool_ranks: dict = field(default_factory=dict, repr=False)
-
-    def __post_init__(self):
-        # judged documents before each query (M-sized work, no n-sized cumulative sum)
-        self.mem_offsets = np.searchsorted(np.flatnonzero(self.judged), self.offsets).astype(np.int64)
-        (self.n_groups, first_nan, self.mem_rel, self.mem_index, self.mem_input_rank,
-         self.grp_above, self.grp_size, self.grp_mem_start, self.grp_mem_end, self.doc_slot) = judged_groups(
-            self.offsets, self.scores, self.rel, self.judged, self.mem_offsets)
-        bad = np.flatnonzero(first_nan >= 0)
-        if bad.size:
-            q = bad[0]
-            doc = self.doc_id(int(self.offsets[q] + first_nan[q]))
-            raise InputError(f"Run score is NaN for query {self.query_ids[q]!r}, document {doc!r} "
-                             f"({bad.size} queries have NaN scores).")
-        self.n_ret = np.diff(self.offsets)
 
     def tool_rank(self, oblivious: str) -> np.ndarray:
         """Rank of each judged document inside its tie group under one of `TIE_ORDERS`."""
@@ -136,55 +113,59 @@ class RankedLists:
             oblivious = "input"
         if oblivious == "input":
             return self.mem_input_rank
-        if oblivious == "docid_ascending" and oblivious not in self._tool_ranks:
-            # ids are distinct inside a query: the members with a smaller id are the others
-            used = group_slots(self.n_groups, self.mem_offsets)
-            member_size = np.repeat(self.grp_size[used], self.grp_mem_end[used] - self.grp_mem_start[used])
-            self._tool_ranks[oblivious] = member_size - 1 - self.tool_rank("trec_eval")
+        if oblivious == "trec_eval":
+            return self.mem_trec_rank
         if oblivious not in self._tool_ranks:
-            ranks = self.mem_input_rank.copy()
-            ambiguous = ambiguous_groups(self.n_groups, self.mem_offsets, self.grp_size, self.grp_mem_start,
-                                         self.grp_mem_end, self.mem_rel)
-            if oblivious == "ranx":
-                ranx_ranks(self.offsets, self.scores, self.n_groups, self.mem_offsets, self.grp_above,
-                           self.grp_mem_start, self.grp_mem_end, self.mem_index, ambiguous, self.ranx_order,
-                           ranks)
-            elif self.judged_trec_rank is not None:
-                member_query = np.repeat(np.arange(len(self.query_ids)), np.diff(self.mem_offsets))
-                mem_doc = self.offsets[member_query] + self.mem_index
-                ranks = self.judged_trec_rank[np.searchsorted(np.flatnonzero(self.judged), mem_doc)]
-            elif ambiguous.any():
-                slots, slot_offsets, doc_index = ambiguous_members(self.doc_slot, ambiguous)
-                by_index = np.argsort(doc_index)
-                id_bytes, id_offsets = self.doc_ids_utf8(doc_index[by_index])
-                id_row = np.empty_like(by_index)
-                id_row[by_index] = np.arange(by_index.size)
-                member_query = np.repeat(np.arange(len(self.query_ids)), np.diff(self.mem_offsets))
-                mem_doc = self.offsets[member_query] + self.mem_index
-                trec_eval_ranks(slots, slot_offsets, doc_index, id_row, id_bytes, id_offsets, mem_doc,
-                                self.grp_mem_start, self.grp_mem_end, ranks)
-            self._tool_ranks[oblivious] = ranks
+            used = group_slots(self.n_groups, self.mem_offsets)
+            if oblivious == "docid_ascending":  # ids are distinct inside a query: the others have a smaller id
+                member_size = np.repeat(self.grp_size[used], self.grp_mem_end[used] - self.grp_mem_start[used])
+                self._tool_ranks[oblivious] = member_size - 1 - self.mem_trec_rank
+            else:
+                ranks = self.mem_input_rank.copy()
+                ambiguous = ambiguous_groups(self.n_groups, self.mem_offsets, self.grp_size, self.grp_mem_start,
+                                             self.grp_mem_end, self.mem_rel)
+                offsets = np.zeros(len(self.query_ids) + 1, np.int64)
+                np.cumsum(self.n_ret, out=offsets[1:])
+                ranx_ranks(offsets, self.all_scores(), self.n_groups, self.mem_offsets, self.grp_above,
+                           self.grp_mem_start, self.grp_mem_end, self.mem_index, ambiguous, self.ranx_order, ranks)
+                self._tool_ranks[oblivious] = ranks
         return self._tool_ranks[oblivious]
 
 
-# ---------------------------------------------------------------- Python dicts
-def _utf8_ids(ids: list) -> tuple[np.ndarray, np.ndarray]:
-    """NUL-terminated UTF-8 bytes of the ids, concatenated, and their (n+1,) offsets
-    (terminators make a plain byte comparison behave as C's strcmp)."""
-    try:
-        texts = "\0".join(ids)
-    except TypeError:  # non-string ids (e.g. ints in a dict run)
-        ids = [str(d) for d in ids]
-        texts = "\0".join(ids)
-    buf = np.frombuffer((texts + "\0").encode("utf-8"), np.uint8)
-    offsets = np.zeros(len(ids) + 1, np.int64)
-    ends = np.flatnonzero(buf == 0)
-    if ends.size == len(ids):
-        offsets[1:] = ends + 1
-        return buf, offsets
-    encoded = [t.encode("utf-8") + b"\0" for t in ids]  # an id holds NUL itself
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    return np.frombuffer(b"".join(encoded), np.uint8), offsets
+class _Groups:
+    """The outputs `kernels.groups.query_groups` fills, for up to `capacity` judged members."""
+
+    def __init__(self, n_queries: int, capacity: int):
+        self.out = (np.zeros(capacity, np.float64), *(np.zeros(capacity, np.int64) for _ in range(7)))
+        self.n_members, self.n_groups, self.first_nan = (np.zeros(n_queries, np.int64) for _ in range(3))
+
+    def lists(self, query_ids, n_ret, qrel_offsets, grades, **rest) -> RankedLists:
+        mem_offsets = np.zeros(len(query_ids) + 1, np.int64)
+        np.cumsum(self.n_members, out=mem_offsets[1:])
+        used = int(mem_offsets[-1])
+        query_of = np.repeat(np.arange(len(query_ids)), np.diff(qrel_offsets))
+        qrel_rel = grades[np.lexsort((-grades, query_of))]
+        return RankedLists(query_ids, n_ret, qrel_offsets, qrel_rel, self.n_groups, mem_offsets,
+                           *(a[:used] for a in self.out), **rest)
+
+
+def _id_codes(per_query: list, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ids (keys) of the dicts in `per_query`, in order, as Unicode code points: (codes, lo, hi),
+    id i being codes[lo[i]:hi[i]]. C-level: one ``str.join`` per dict, one UTF-32 encoding."""
+    if n == 0:
+        return np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    text = "\0".join(["\0".join(docs) for docs in per_query if docs]) + "\0"
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+    hi = np.flatnonzero(codes == 0)
+    if hi.size == n:
+        lo = np.empty_like(hi)
+        lo[0] = 0
+        lo[1:] = hi[:-1] + 1
+        return codes, lo, hi
+    ids = list(chain.from_iterable(per_query))  # an id holds NUL itself: lay them end to end
+    hi = np.cumsum(np.fromiter(map(len, ids), np.int64, n))
+    codes = np.frombuffer("".join(ids).encode("utf-32-le", "surrogatepass"), np.uint32)
+    return codes, hi - np.fromiter(map(len, ids), np.int64, n), hi
 
 
 def _value_problem(value) -> str | None:
@@ -229,96 +210,94 @@ def _float_values(kind: str, query_ids: list, per_query: list, total: int, finit
     return values
 
 
-def _qrels_csr(qrels: dict, query_ids: list) -> tuple[np.ndarray, np.ndarray]:
-    """Each query's grades, sorted descending, CSR; unusable grades are named."""
+def _dict_judgments(qrels: dict, query_ids: list) -> tuple:
+    """(offsets, codes, lo, hi, grades) of `query_ids`' judgments in a Python qrels dict (ids as
+    `_id_codes`); unusable grades are named."""
     empty: dict = {}
     judgments = [qrels.get(q, empty) for q in query_ids]
     offsets = np.zeros(len(query_ids) + 1, np.int64)
     np.cumsum([len(docs) for docs in judgments], out=offsets[1:])
     grades = _float_values("Relevance", query_ids, judgments, int(offsets[-1]), finite=True)
-    query_of = np.repeat(np.arange(len(query_ids)), np.diff(offsets))
-    return offsets, grades[np.lexsort((-grades, query_of))]
+    return (offsets, *_id_codes(judgments, int(offsets[-1])), grades)
 
 
-def _from_dicts(qrels: dict, run: dict, query_ids: list) -> RankedLists:
-    qrel_offsets, qrel_rel = _qrels_csr(qrels, query_ids)
+def _ranx_judgments(qrels, query_ids: list, typed_ids) -> tuple:
+    """`_dict_judgments` of a ranx Qrels (read in numba)."""
+    offsets, codes, lo, hi, grades = ranx_reader.qrels_arrays(qrels.qrels, typed_ids)
+    if not np.isfinite(grades).all():
+        _name_bad_value("Relevance", query_ids, [dict(qrels.qrels[q]) if q in qrels.qrels else {} for q in query_ids],
+                        finite=True)
+    return offsets, codes, lo, hi, grades
+
+
+def _judgments(qrels, query_ids: list, typed_ids=None) -> tuple:
+    if is_ranx_qrels(qrels):
+        return _ranx_judgments(qrels, query_ids, TypedList(query_ids) if typed_ids is None else typed_ids)
+    return _dict_judgments(qrels, query_ids)
+
+
+def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
+    qrel_offsets, jcodes, j_lo, j_hi, grades = judgments = _judgments(qrels, query_ids)
     empty: dict = {}
     runs = [run.get(q, empty) for q in query_ids]
+    n_ret = np.fromiter(map(len, runs), np.int64, len(runs))
     offsets = np.zeros(len(query_ids) + 1, np.int64)
-    np.cumsum([len(docs) for docs in runs], out=offsets[1:])
-    total = int(offsets[-1])
-    scores = _float_values("Run score", query_ids, runs, total, finite=False)
+    np.cumsum(n_ret, out=offsets[1:])
+    groups = _Groups(len(query_ids), int(qrel_offsets[-1]))
+    work = scratch(int(n_ret.max(initial=0)), int(np.diff(qrel_offsets).max(initial=0)))
+    cursor = 0
+    first = 0
+    while first < len(query_ids):  # chunks of whole queries, about CHUNK_DOCS documents each
+        last = max(first + 1, int(np.searchsorted(offsets, offsets[first] + CHUNK_DOCS, side="right")) - 1)
+        n_chunk = int(offsets[last] - offsets[first])
+        try:
+            codes, lo, hi = _id_codes(runs[first:last], n_chunk)
+        except TypeError:  # ids that are not strings (ints, numpy ints): read as strings
+            runs[first:last] = [string_keys(docs, "run", q) for q, docs in zip(query_ids[first:last],
+                                                                             runs[first:last])]
+            codes, lo, hi = _id_codes(runs[first:last], n_chunk)
+        scores = _float_values("Run score", query_ids[first:last], runs[first:last], n_chunk, finite=False)
+        cursor = read_chunk(offsets[first:last + 1] - offsets[first], scores, codes, lo, hi, qrel_offsets, jcodes,
+                            j_lo, j_hi, grades, first, work, groups.out, groups.n_members, groups.n_groups,
+                            groups.first_nan, cursor)
+        first = last
+    del judgments
 
-    def grades(qid, docs):
-        judgments = qrels.get(qid)
-        if not judgments:
-            return repeat(math.nan, len(docs))
-        marks = dict.fromkeys(docs, math.nan)  # C-level; the Python loop runs over the judgments only
-        for doc, grade in judgments.items():
-            if doc in marks:
-                marks[doc] = grade
-        return marks.values()
+    def all_scores() -> np.ndarray:
+        return np.fromiter(chain.from_iterable(map(dict.values, runs)), np.float64, int(offsets[-1]))
 
-    rel = np.fromiter(chain.from_iterable(map(grades, query_ids, runs)), np.float64, total)
-    judged = ~np.isnan(rel)  # grades were validated by _qrels_csr, so NaN marks "unjudged"
-    rel[~judged] = 0.0
+    def doc_id(query: int, index: int) -> str:
+        return str(list(runs[query])[index])
 
-    def doc_ids_utf8(indices: np.ndarray):
-        query_of = np.searchsorted(offsets, indices, side="right") - 1
-        bounds = np.flatnonzero(np.diff(query_of, prepend=-1, append=-1))
-        ids: list = []
-        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            q = int(query_of[a])
-            local = (indices[a:b] - offsets[q]).tolist()
-            picked = itemgetter(*local)(list(runs[q]))
-            ids.extend(picked if len(local) > 1 else (picked,))
-        return _utf8_ids(ids)
-
-    def doc_id(index: int) -> str:
-        q = int(np.searchsorted(offsets, index, side="right") - 1)
-        return str(list(runs[q])[index - offsets[q]])
-
-    return RankedLists(query_ids, offsets, scores, rel, judged, qrel_offsets, qrel_rel,
-                       RANX_ARGSORT_REVERSED, doc_id, doc_ids_utf8)
+    return groups.lists(query_ids, n_ret, qrel_offsets, grades, ranx_order=RANX_ARGSORT_REVERSED,
+                        all_scores=all_scores, doc_id=doc_id)
 
 
-# ------------------------------------------------------------ ranx typed dicts
-def _typed_unicode_qrels(qrels: dict):
-    """A Python qrels dict as a numba typed dict with unicode keys (small: qrels only)."""
-    inner_type = nbtypes.DictType(nbtypes.unicode_type, nbtypes.float64)
-    out = TypedDict.empty(nbtypes.unicode_type, inner_type)
-    for qid, docs in qrels.items():
-        inner = TypedDict.empty(nbtypes.unicode_type, nbtypes.float64)
-        values = _float_values("Relevance", [qid], [docs], len(docs), finite=True)
-        for doc, grade in zip(docs, values.tolist()):
-            inner[doc] = grade
-        out[qid] = inner
-    return out
-
-
-def _from_ranx_run(qrels, run, make_comparable: bool) -> RankedLists:
-    qrels_td = qrels.qrels if is_ranx_qrels(qrels) else _typed_unicode_qrels(qrels)
-    typed_ids = ranx_reader.query_order(run.run, qrels_td, make_comparable)
-    query_ids = list(typed_ids)
+def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> RankedLists:
+    typed_ids = (ranx_reader.query_order(run.run, qrels.qrels, make_comparable) if is_ranx_qrels(qrels)
+                 else TypedList(query_ids))
+    qrel_offsets, jcodes, j_lo, j_hi, grades = _judgments(qrels, query_ids, typed_ids)
     offsets = ranx_reader.run_sizes(run.run, typed_ids)
-    scores, judged_pos, judged_rel, judged_trec_rank, run_hash = ranx_reader.read_run(
-        run.run, qrels_td, typed_ids, offsets)
-    rel = np.zeros(scores.size)
-    rel[judged_pos] = judged_rel
-    judged = np.zeros(scores.size, np.bool_)
-    judged[judged_pos] = True
-    qrel_offsets, qrel_rel = ranx_reader.qrels_grades(qrels_td, typed_ids)
-    if not np.isfinite(qrel_rel).all():
-        _name_bad_value("Relevance", query_ids, [dict(qrels_td[q]) if q in qrels_td else {} for q in query_ids],
-                        finite=True)
+    n_ret = np.diff(offsets)
+    groups = _Groups(len(query_ids), int(qrel_offsets[-1]))
+    work = scratch(int(n_ret.max(initial=0)), int(np.diff(qrel_offsets).max(initial=0)))
+    _, run_hash = ranx_reader.read_run(run.run, typed_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, grades, work,
+                                       groups.out, groups.n_members, groups.n_groups, groups.first_nan)
+    bad = np.flatnonzero(groups.first_nan >= 0)
+    if bad.size:
+        q = int(bad[0])
+        doc = ranx_reader.doc_id(run.run, query_ids[q], int(groups.first_nan[q]))
+        raise InputError(f"Run score is NaN for query {query_ids[q]!r}, document {doc!r} "
+                         f"({bad.size} queries have NaN scores).")
 
-    def doc_id(index: int) -> str:
-        q = int(np.searchsorted(offsets, index, side="right") - 1)
-        return ranx_reader.doc_id(run.run, query_ids[q], index - offsets[q])
+    def all_scores() -> np.ndarray:
+        return ranx_reader.run_scores(run.run, typed_ids, offsets)
 
-    ranx_order = None if run.sorted else RANX_ARGSORT_NEGATED
-    return RankedLists(query_ids, offsets, scores, rel, judged, qrel_offsets, qrel_rel, ranx_order, doc_id,
-                       judged_trec_rank=judged_trec_rank, run_fingerprint=None if make_comparable else run_hash)
+    def doc_id(query: int, index: int) -> str:
+        return ranx_reader.doc_id(run.run, query_ids[query], index)
+
+    return groups.lists(query_ids, n_ret, qrel_offsets, grades, ranx_order=None if run.sorted else RANX_ARGSORT_NEGATED,
+                        all_scores=all_scores, doc_id=doc_id, run_fingerprint=None if make_comparable else run_hash)
 
 
 # ------------------------------------------------------------------ assembling
@@ -347,7 +326,7 @@ def ranked_lists(qrels, run, make_comparable: bool = False) -> RankedLists:
     methods change them in place.
     """
     qrels = load_qrels(qrels)
-    run = load_run(run)
+    run = load_run(run, doc_ids=False)  # the dict reader checks them on its way (`string_keys`)
     cacheable = is_ranx_run(run) and is_ranx_qrels(qrels)
     if cacheable:
         key = (id(qrels), run.sorted, make_comparable)
@@ -359,11 +338,8 @@ def ranked_lists(qrels, run, make_comparable: bool = False) -> RankedLists:
             return hit[3]
     query_ids = _query_ids(qrels, run, make_comparable)  # raises on a mismatch
     if is_ranx_run(run):
-        lists = _from_ranx_run(qrels, run, make_comparable)
-        assert lists.query_ids == query_ids
+        lists = _from_ranx_run(qrels, run, query_ids, make_comparable)
     else:
-        if is_ranx_qrels(qrels):
-            qrels = qrels.to_dict()
         lists = _from_dicts(qrels, run, query_ids)
     if cacheable:
         run_hash = lists.run_fingerprint

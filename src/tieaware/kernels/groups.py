@@ -1,4 +1,4 @@
-"""Tie groups of the judged documents, in one pass over each query's scores.
+"""Judged tie groups of each query, built from its document ids and scores in one pass.
 
 Every metric here depends on a ranked list only through the documents that are
 judged (present in the qrels): an unjudged document has gain 0, is never
@@ -8,24 +8,33 @@ groups"), each with
 
 * ``above`` (c): documents with a strictly higher score,
 * ``size`` (g): documents with exactly this score, judged or not,
-* its judged members, sorted by judgment descending (best-first order).
+* its judged members, sorted by judgment descending (best-first order), each with
+  its rank inside the group in input order and in trec_eval's order (score
+  descending, then document id descending by ``strcmp``).
 
-Cost: O(J log J) to sort the J judged documents (numpy, before the kernel),
-then O(n log J) per query for n retrieved documents (a binary search of each
-score among the judged scores), instead of O(n log n).
+`query_groups` does this for one query from flat arrays: the query's scores, its
+document ids as Unicode code points (code point order is the order ``strcmp``
+gives the ids' UTF-8 bytes), and its judgments. Judged ids go into a small
+open-addressing table, one pass over the documents finds them, a second pass
+binary-searches each score among the m judged scores. Cost O(n log m + m log m)
+per query for n retrieved and m judged documents, instead of O(n log n).
+`read_chunk` runs it over many queries of Python dicts (`tieaware.ranked_lists`);
+`tieaware.ranx_reader` over ranx's typed dicts. Both fill the same outputs, so
+group slots of query q start at its first judged member's index.
 
-The kernel is plain ``@njit(cache=True)``, single-threaded: it compiles in well
-under a second, involves no numba threading layer (so evaluate may be called from
-several Python threads at once), and allocates nothing (the wrapper does).
+Kernels are plain ``@njit(cache=True)`` on int64/uint32/float64 arrays,
+single-threaded (no numba threading layer), and allocate only per-query scratch.
 """
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.cpython.charseq import unicode_charseq_get_code
+from numba.cpython.unicode import _get_code_point
+from numba.extending import overload
 
-
-def slot_dtype(n_members: int) -> type:
-    """int32 for per-document arrays of member or group-slot indices (half the memory of
-    int64 at 10M documents), int64 only when there are 2^31 judged documents or more."""
-    return np.int32 if n_members < 2**31 - 1 else np.int64
+SEED = np.uint64(0xCBF29CE484222325)  # FNV-1a's offset basis
+_ODD = np.uint64(0x100000001B3)  # FNV's prime: the fingerprint's polynomial base
+_MIX = np.uint64(0xFF51AFD7ED558CCD)  # murmur3's fmix64 multiplier
+FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: multiplicative hashing
 
 
 def group_slots(n_groups: np.ndarray, mem_offsets: np.ndarray) -> np.ndarray:
@@ -35,9 +44,98 @@ def group_slots(n_groups: np.ndarray, mem_offsets: np.ndarray) -> np.ndarray:
     return np.repeat(mem_offsets[:-1] - first, n_groups) + np.arange(int(n_groups.sum()), dtype=np.int64)
 
 
+# ------------------------------------------------------------------ ids
+def code_at(text, index):
+    """The code point at `index` of a code point array, a unicode string or a UnicodeCharSeq (no copy)."""
+
+
+@overload(code_at)
+def _code_at_impl(text, index):
+    if isinstance(text, types.Array):
+        return lambda text, index: text[index]
+    if isinstance(text, types.UnicodeCharSeq):
+        return lambda text, index: unicode_charseq_get_code(text, index)
+    if isinstance(text, types.UnicodeType):
+        return lambda text, index: _get_code_point(text, index)
+    return None
+
+
+@njit(cache=True, inline="always")
+def id_hash(text, lo, hi):
+    """Hash of code points lo..hi-1 of `text` (`code_at`): three 21-bit code points per 64-bit
+    word, each word xor-multiplied in (murmur3's multiplier), then a final xor-shift."""
+    h = SEED ^ np.uint64(hi - lo)
+    c = lo
+    while c < hi:
+        word = np.uint64(code_at(text, c))
+        if c + 1 < hi:
+            word |= np.uint64(code_at(text, c + 1)) << np.uint64(21)
+        if c + 2 < hi:
+            word |= np.uint64(code_at(text, c + 2)) << np.uint64(42)
+        h = (h ^ word) * _MIX
+        c += 3
+    return h ^ (h >> np.uint64(31))
+
+
+@njit(cache=True, inline="always")
+def id_key(text, lo, hi):
+    """The first three code points of id text[lo:hi], 21 bits each, first highest (0 past the end):
+    two ids whose keys differ sort as their keys do; equal keys need `compare_ids`."""
+    key = np.uint64(0)
+    for c in range(lo, lo + 3):
+        key = (key << np.uint64(21)) | np.uint64(code_at(text, c) if c < hi else 0)
+    return key
+
+
+@njit(cache=True, inline="always")
+def fold(h, x):
+    """One step of a polynomial fingerprint: any change of one folded value changes the result."""
+    return h * _ODD + x
+
+
+@njit(cache=True, inline="always")
+def compare_ids(a, a_lo, a_hi, b, b_lo, b_hi):
+    """-1, 0 or 1 as id a[a_lo:a_hi] sorts before, equals or sorts after id b[b_lo:b_hi] (code points)."""
+    for c in range(min(a_hi - a_lo, b_hi - b_lo)):
+        x = a[a_lo + c]
+        y = b[b_lo + c]
+        if x != y:
+            return 1 if x > y else -1
+    if a_hi - a_lo == b_hi - b_lo:
+        return 0
+    return 1 if a_hi - a_lo > b_hi - b_lo else -1
+
+
+# ------------------------------------------------------------------ one query
+@njit(cache=True, inline="always")
+def _bucket(top, scale, n_buckets, s):
+    """Bucket of score s among n_buckets equal slices of [bottom, top] (0: at or above top,
+    n_buckets: at or below bottom); monotone in s, so judged scores in a lower bucket are above s."""
+    return np.int64(min(max((top - s) * scale, 0.0), float(n_buckets)))
+
+
 @njit(cache=True)
-def _first_at_or_below(distinct, lo, hi, s):
-    """Binary search: the first b in [lo, hi) with distinct[b] <= s (distinct descending there), else hi."""
+def _bucket_starts(distinct, g, bucket_start):
+    """Fill bucket_start[k] (k = 0..K+1) with how many of the g distinct judged scores (descending)
+    fall in a bucket before k, for K = 8g buckets; returns (top, scale, K), K = 0 when the scores
+    span no finite range (then a binary search is used)."""
+    span = distinct[0] - distinct[g - 1]
+    if g == 1 or not np.isfinite(span):
+        return distinct[0], 0.0, 0
+    n_buckets = 8 * g
+    scale = n_buckets / span
+    j = 0
+    for k in range(n_buckets + 2):
+        while j < g and _bucket(distinct[0], scale, n_buckets, distinct[j]) < k:
+            j += 1
+        bucket_start[k] = j
+    return distinct[0], scale, n_buckets
+
+
+@njit(cache=True)
+def _first_at_or_below(distinct, hi, s):
+    """Binary search: the first b in [0, hi) with distinct[b] <= s (distinct descending), else hi."""
+    lo = 0
     while lo < hi:
         mid = (lo + hi) // 2
         if distinct[mid] <= s:
@@ -47,102 +145,219 @@ def _first_at_or_below(distinct, lo, hi, s):
     return lo
 
 
+@njit(cache=True, inline="always")
+def _id_less(a, b, doc_key, codes, id_lo, id_hi):
+    """Whether document a's id sorts before document b's."""
+    if doc_key[a] != doc_key[b]:
+        return doc_key[a] < doc_key[b]
+    return compare_ids(codes, id_lo[a], id_hi[a], codes, id_lo[b], id_hi[b]) < 0
+
+
 @njit(cache=True)
-def _fill_groups(offsets, scores, rel, judged_sorted, mem_offsets, member_of_doc, distinct,
-                 n_groups, first_nan, mem_rel, mem_index, mem_input_rank, grp_above, grp_size,
-                 grp_mem_start, grp_mem_end, doc_slot):
-    """Fill the outputs of `judged_groups` (allocated, zeroed, by it); see there.
-
-    judged_sorted: global indices of the judged documents, per query by score then judgment,
-    both descending; member_of_doc: scratch (n,); distinct: scratch (M,).
-    """
-    for q in range(offsets.shape[0] - 1):
-        lo = offsets[q]
-        hi = offsets[q + 1]
-        mem_lo = mem_offsets[q]
-        mem_hi = mem_offsets[q + 1]
-        nan_at = -1
-        for i in range(lo, hi):
-            if np.isnan(scores[i]):
-                nan_at = i - lo
-                break
-        if nan_at >= 0:
-            first_nan[q] = nan_at
-            continue
-        if mem_hi == mem_lo:
-            continue
-        # distinct judged scores, descending (stored from distinct[mem_lo]); member -> group
-        n_grp = 0
-        for m in range(mem_lo, mem_hi):
-            doc = judged_sorted[m]
-            s = scores[doc]
-            if n_grp == 0 or s != distinct[mem_lo + n_grp - 1]:
-                distinct[mem_lo + n_grp] = s
-                grp_mem_start[mem_lo + n_grp] = m
-                n_grp += 1
-            mem_rel[m] = rel[doc]
-            mem_index[m] = doc - lo
-            member_of_doc[doc] = m
-            grp_mem_end[mem_lo + n_grp - 1] = m + 1
-        n_groups[q] = n_grp
-        # one pass over all documents: group sizes, documents strictly above each group, input ranks.
-        # grp_above first counts the documents strictly between group b-1 and group b, then sums up.
-        for i in range(lo, hi):
-            s = scores[i]
-            slot = _first_at_or_below(distinct, mem_lo, mem_lo + n_grp, s)
-            if slot == mem_lo + n_grp:  # below every judged group
-                continue
-            if distinct[slot] == s:  # in this group
-                doc_slot[i] = slot
-                if member_of_doc[i] >= 0:
-                    mem_input_rank[member_of_doc[i]] = grp_size[slot]
-                grp_size[slot] += 1
-            else:  # strictly above this group, below the one before it
-                grp_above[slot] += 1
-        running = 0
-        for b in range(mem_lo, mem_lo + n_grp):
-            running += grp_above[b]
-            grp_above[b] = running
-            running += grp_size[b]
+def _sort_by_id(perm, lo, hi, doc_of, doc_key, codes, id_lo, id_hi, tmp):
+    """Sort perm[lo:hi] (member positions; member p is document doc_of[p]) by document id, ascending:
+    bottom-up merge sort, O(m log m) comparisons for m members."""
+    width = 1
+    while width < hi - lo:
+        for left in range(lo, hi, 2 * width):
+            mid = min(left + width, hi)
+            right = min(left + 2 * width, hi)
+            i, j = left, mid
+            for k in range(left, right):
+                take_left = j >= right or i < mid and not _id_less(doc_of[perm[j]], doc_of[perm[i]], doc_key,
+                                                                   codes, id_lo, id_hi)
+                if take_left:
+                    tmp[k] = perm[i]
+                    i += 1
+                else:
+                    tmp[k] = perm[j]
+                    j += 1
+        perm[lo:hi] = tmp[lo:hi]
+        width *= 2
 
 
-def judged_groups(offsets, scores, rel, judged, mem_offsets):
-    """Judged groups of every query.
+@njit(cache=True)
+def scratch(max_docs, max_judged):
+    """Per-query work arrays of `query_groups` for queries of up to these sizes."""
+    n_table = 8
+    while n_table < 8 * max_judged:
+        n_table *= 2
+    m = max_judged
+    return (np.empty(n_table, np.int64), np.empty(m, np.uint64), np.empty(m, np.int64), np.full(max_docs, -1, np.int64),
+            np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(2 * m + 1, np.int64),
+            np.empty(m + 1, np.float64), np.empty(8 * m + 2, np.int64), np.empty(2 * m + 2, np.int64),
+            np.empty(max_docs, np.int64), np.empty(max_docs, np.int64))
+
+
+@njit(cache=True)
+def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j_hi, j_grade, work, out, m0):
+    """The judged groups of one query, written to `out` from member/slot index m0.
 
     Args:
-        offsets: (Q+1,) CSR offsets of each query's documents (input order).
-        scores, rel, judged: per retrieved document; rel is the judgment (0 if unjudged).
-        mem_offsets: (Q+1,) cumulative count of judged documents per query.
+        scores, id_lo, id_hi, doc_hash, doc_key: (n,) per retrieved document, in input order: score,
+            its id as codes[id_lo:id_hi], its `id_hash` and `id_key`.
+        jcodes, j_lo, j_hi, j_grade: (m,) per judged document: id jcodes[j_lo:j_hi], judgment.
+        work: `scratch` arrays for at least n documents and m judgments.
+        out: (mem_rel, mem_index, mem_input_rank, mem_trec_rank, grp_above, grp_size, grp_mem_start,
+            grp_mem_end): per member its judgment, index in input order and rank inside its group in
+            input order and in trec_eval's order; per group slot documents above, documents in it,
+            and its members' range.
 
     Returns:
-        n_groups (Q,), first_nan (Q,), and per judged member (M,): rel (best-first
-        within group), index in the query's input order, rank inside its group in
-        input order; per group slot (M,): above, size, start and end of its members.
-        Group slots of query q start at mem_offsets[q]. Per document (n,): its group
-        slot (int32 unless there are 2^31 members), or -1 outside every judged group. A query with a NaN score has no
-        groups and first_nan its first NaN's index (else -1).
+        (members, groups, first NaN score's index or -1): a query with a NaN score gets no groups.
     """
-    offsets = np.ascontiguousarray(offsets, np.int64)
-    scores = np.ascontiguousarray(scores, np.float64)
-    rel = np.ascontiguousarray(rel, np.float64)
-    mem_offsets = np.ascontiguousarray(mem_offsets, np.int64)
-    n_queries = offsets.shape[0] - 1
-    n_docs = scores.shape[0]
-    n_members = int(mem_offsets[-1])
-    # judged documents, per query by score desc, then judgment desc, then input order (stable)
-    judged_at = np.flatnonzero(judged)
-    query_of = np.repeat(np.arange(n_queries, dtype=np.int64), np.diff(mem_offsets))
-    judged_sorted = judged_at[np.lexsort((-rel[judged_at], -scores[judged_at], query_of))].astype(np.int64)
-    index_type = slot_dtype(n_members)
-    member_of_doc = np.full(n_docs, -1, index_type)
-    distinct = np.zeros(n_members, np.float64)
-    n_groups = np.zeros(n_queries, np.int64)
-    first_nan = np.full(n_queries, -1, np.int64)
-    mem_rel = np.zeros(n_members, np.float64)
-    mem_index, mem_input_rank, grp_above, grp_size, grp_mem_start, grp_mem_end = (
-        np.zeros(n_members, np.int64) for _ in range(6))
-    doc_slot = np.full(n_docs, -1, index_type)
-    _fill_groups(offsets, scores, rel, judged_sorted, mem_offsets, member_of_doc, distinct, n_groups, first_nan,
-                 mem_rel, mem_index, mem_input_rank, grp_above, grp_size, grp_mem_start, grp_mem_end, doc_slot)
-    return (n_groups, first_nan, mem_rel, mem_index, mem_input_rank,
-            grp_above, grp_size, grp_mem_start, grp_mem_end, doc_slot)
+    (table, key_hash, key_doc, doc_member, mem_doc, by_id, tmp, passed, distinct, bucket_start, gaps, in_group,
+     in_slot) = work
+    mem_rel, mem_index, mem_input_rank, mem_trec_rank, grp_above, grp_size, grp_mem_start, grp_mem_end = out
+    n, m = scores.shape[0], j_lo.shape[0]
+    for i in range(n):
+        if np.isnan(scores[i]):
+            return 0, 0, i
+    if n == 0 or m == 0:
+        return 0, 0, -1
+    # judged ids into an open-addressing table at most 1/8 full (so a document not judged, the usual
+    # case, mostly meets an empty slot at once: few mispredicted branches), then find them
+    bits = 3
+    while (1 << bits) < 8 * m:
+        bits += 1
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    table[:mask + 1] = -1
+    for a in range(m):
+        key_hash[a] = id_hash(jcodes, j_lo[a], j_hi[a])
+        slot = np.int64((key_hash[a] * FIBONACCI) >> shift)
+        while table[slot] >= 0:
+            slot = (slot + 1) & mask
+        table[slot] = a
+        key_doc[a] = -1
+    found = 0
+    for i in range(n):
+        slot = np.int64((doc_hash[i] * FIBONACCI) >> shift)
+        while table[slot] >= 0:
+            a = table[slot]
+            if key_hash[a] == doc_hash[i] and compare_ids(codes, id_lo[i], id_hi[i], jcodes, j_lo[a], j_hi[a]) == 0:
+                key_doc[a] = i
+                found += 1
+                break
+            slot = (slot + 1) & mask
+    if found == 0:
+        return 0, 0, -1
+    # members best-first: score descending, judgment descending, input order (stable sorts)
+    docs = np.empty(found, np.int64)
+    grades = np.empty(found, np.float64)
+    f = 0
+    for a in range(m):
+        if key_doc[a] >= 0:
+            docs[f] = key_doc[a]
+            grades[f] = j_grade[a]
+            f += 1
+    order = np.argsort(docs)
+    docs, grades = docs[order], grades[order]
+    order = np.argsort(-grades, kind="mergesort")
+    docs, grades = docs[order], grades[order]
+    order = np.argsort(-scores[docs], kind="mergesort")
+    docs, grades = docs[order], grades[order]
+    g = 0
+    for p in range(found):
+        s = scores[docs[p]]
+        if g == 0 or s != distinct[g - 1]:
+            distinct[g] = s
+            grp_mem_start[m0 + g] = m0 + p
+            grp_size[m0 + g] = 0
+            g += 1
+        grp_mem_end[m0 + g - 1] = m0 + p + 1
+        mem_rel[m0 + p] = grades[p]
+        mem_index[m0 + p] = docs[p]
+        mem_trec_rank[m0 + p] = 0
+        mem_doc[p] = docs[p]
+        doc_member[docs[p]] = p
+    distinct[g] = np.nan  # never equal, never greater: the slot past the last group
+    # each group's members by id ascending; passed[b + t]: documents of group b whose id exceeds
+    # exactly the first t of them (group b's cells start at its first member + b)
+    for b in range(g):
+        lo, hi = grp_mem_start[m0 + b] - m0, grp_mem_end[m0 + b] - m0
+        for t in range(lo, hi):
+            by_id[t] = t
+        passed[lo + b:hi + b + 1] = 0
+        if hi - lo > 1:
+            _sort_by_id(by_id, lo, hi, mem_doc, doc_key, codes, id_lo, id_hi, tmp)
+    # every document's group b (the first judged score <= its score) through equal-width buckets of
+    # scores: no branch on the data except in a bucket holding several judged scores. gaps[2b]
+    # counts the documents strictly between groups b-1 and b, gaps[2b+1] those in group b, whose
+    # indices are kept (in input order) for the second pass
+    top, scale, n_buckets = _bucket_starts(distinct, g, bucket_start)
+    gaps[:2 * g + 2] = 0
+    n_in = 0
+    for i in range(n):
+        s = scores[i]
+        if n_buckets == 0:
+            b = _first_at_or_below(distinct, g, s)
+        else:
+            k = _bucket(top, scale, n_buckets, s)
+            c, e = bucket_start[k], bucket_start[k + 1]
+            b = c + (distinct[c] > s)
+            if e - c > 1:
+                while b < e and distinct[b] > s:
+                    b += 1
+        equal = distinct[b] == s
+        gaps[2 * b + equal] += 1
+        in_group[n_in] = i
+        in_slot[n_in] = b
+        n_in += equal
+    # documents in groups: members' input ranks, and ids compared for trec_eval's order
+    for t in range(n_in):
+        i, b = in_group[t], in_slot[t]
+        p = doc_member[i]
+        if p >= 0:
+            mem_input_rank[m0 + p] = grp_size[m0 + b]
+        grp_size[m0 + b] += 1
+        lo, hi = grp_mem_start[m0 + b] - m0, grp_mem_end[m0 + b] - m0
+        if hi - lo == 1:  # the usual group: one judged member, compared without a branch on the ids
+            d = mem_doc[lo]
+            if doc_key[d] == doc_key[i]:
+                lo += compare_ids(codes, id_lo[d], id_hi[d], codes, id_lo[i], id_hi[i]) < 0
+            else:
+                lo += doc_key[d] < doc_key[i]
+        else:
+            while lo < hi:  # members (by id) whose id is smaller than document i's
+                mid = (lo + hi) // 2
+                if _id_less(mem_doc[by_id[mid]], i, doc_key, codes, id_lo, id_hi):
+                    lo = mid + 1
+                else:
+                    hi = mid
+        passed[lo + b] += 1
+    running = 0
+    for b in range(g):
+        running += gaps[2 * b]
+        grp_above[m0 + b] = running
+        running += grp_size[m0 + b]
+        lo, hi = grp_mem_start[m0 + b] - m0, grp_mem_end[m0 + b] - m0
+        greater = 0
+        for t in range(hi - 1, lo - 1, -1):  # the member at id position t: documents with a greater id
+            greater += passed[t + 1 + b]
+            mem_trec_rank[m0 + by_id[t]] = greater
+    for p in range(found):
+        doc_member[docs[p]] = -1
+    return found, g, -1
+
+
+@njit(cache=True)
+def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, qrel_offsets, jcodes, j_lo, j_hi, j_grade, q0, work,
+               out, n_members, n_groups, first_nan, cursor):
+    """`query_groups` for queries q0, q0+1, ... of one chunk (documents CSR by doc_offsets, ids in codes);
+    judgments CSR by qrel_offsets over all queries. Members go from `cursor` on; returns the next cursor."""
+    doc_hash = np.empty(scores.shape[0], np.uint64)
+    doc_key = np.empty(scores.shape[0], np.uint64)
+    for i in range(scores.shape[0]):
+        doc_hash[i] = id_hash(codes, id_lo[i], id_hi[i])
+        doc_key[i] = id_key(codes, id_lo[i], id_hi[i])
+    for local in range(doc_offsets.shape[0] - 1):
+        q = q0 + local
+        lo, hi = doc_offsets[local], doc_offsets[local + 1]
+        a, b = qrel_offsets[q], qrel_offsets[q + 1]
+        members, groups, nan_at = query_groups(scores[lo:hi], codes, id_lo[lo:hi], id_hi[lo:hi], doc_hash[lo:hi],
+                                               doc_key[lo:hi], jcodes, j_lo[a:b], j_hi[a:b], j_grade[a:b], work,
+                                               out, cursor)
+        n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
+        cursor += members
+    return cursor

@@ -9,10 +9,10 @@ the same value. Tool orders reproduced here (docs/formulas.md, "Oblivious value 
 * ranx: numba's ``np.argsort`` (quicksort, not stable) on the query's scores, as
   ranx runs it: ``argsort(-scores)`` when it sorts a ``Run``, reversed
   ``argsort(scores)`` when it is given a dict (``ranx.utils.descending_sort``).
-* trec_eval: score descending, then document id descending (``strcmp``).
+* trec_eval: score descending, then document id descending (``strcmp``); its ranks
+  come from `groups.query_groups`, which compares ids while it builds the groups.
 
-Kernels are single-threaded ``@njit(cache=True)``; the bookkeeping around them
-(`ambiguous_groups`, most of `ambiguous_members`) is numpy, which costs no compilation.
+`ranx_ranks` is a single-threaded ``@njit(cache=True)`` kernel; `ambiguous_groups` is numpy.
 """
 import numpy as np
 from numba import njit
@@ -59,65 +59,3 @@ def ranx_ranks(offsets, scores, n_groups, mem_offsets, grp_above, grp_mem_start,
         for gi in range(g_lo, g_hi):
             for m in range(grp_mem_start[gi], grp_mem_end[gi]):
                 tool_rank[m] = position[mem_index[m]] - grp_above[gi]
-
-
-@njit(cache=True)
-def _place_by_slot(doc_rank, cursor, doc_index):
-    """Counting sort: document i goes to doc_index[cursor[doc_rank[i]]++] (doc_rank -1: nowhere)."""
-    for i in range(doc_rank.shape[0]):
-        a = doc_rank[i]
-        if a >= 0:
-            doc_index[cursor[a]] = i
-            cursor[a] += 1
-
-
-def ambiguous_members(doc_slot, ambiguous):
-    """Every document (global index) of every ambiguous group.
-
-    Returns (slots (S,), slot_offsets (S+1,), doc_index (D,)): the S ambiguous
-    group slots and, CSR by slot, their documents in input order.
-    """
-    slots = np.flatnonzero(ambiguous).astype(np.int64)
-    rank_of_slot = np.full(ambiguous.shape[0] + 1, -1, doc_slot.dtype)  # slot -1 (in no group) reads the last: -1
-    rank_of_slot[slots] = np.arange(slots.size)
-    doc_rank = rank_of_slot[doc_slot]
-    slot_offsets = np.zeros(slots.size + 1, np.int64)
-    np.cumsum(np.bincount(doc_rank[doc_rank >= 0], minlength=slots.size), out=slot_offsets[1:])
-    doc_index = np.empty(slot_offsets[-1], np.int64)
-    _place_by_slot(doc_rank, slot_offsets[:-1].copy(), doc_index)
-    return slots, slot_offsets, doc_index
-
-
-@njit(cache=True)
-def _bytes_greater(buf, a_lo, a_hi, b_lo, b_hi):
-    """strcmp(a, b) > 0 on UTF-8 bytes."""
-    n = min(a_hi - a_lo, b_hi - b_lo)
-    for i in range(n):
-        if buf[a_lo + i] != buf[b_lo + i]:
-            return buf[a_lo + i] > buf[b_lo + i]
-    return a_hi - a_lo > b_hi - b_lo
-
-
-@njit(cache=True)
-def trec_eval_ranks(slots, slot_offsets, doc_index, id_row, id_bytes, id_offsets, mem_doc, grp_mem_start,
-                    grp_mem_end, tool_rank):
-    """Fill tool_rank with trec_eval's order (document id descending) inside ambiguous groups.
-
-    id_bytes/id_offsets: a table of NUL-terminated UTF-8 ids; row id_row[x] holds
-    the id of document doc_index[x]; mem_doc[m]: global index of judged member m.
-    """
-    for a in range(slots.shape[0]):
-        gi = slots[a]
-        lo, hi = slot_offsets[a], slot_offsets[a + 1]
-        for m in range(grp_mem_start[gi], grp_mem_end[gi]):
-            me = lo
-            while doc_index[me] != mem_doc[m]:
-                me += 1
-            mine = id_row[me]
-            rank = 0
-            for x in range(lo, hi):
-                other = id_row[x]
-                if _bytes_greater(id_bytes, id_offsets[other], id_offsets[other + 1], id_offsets[mine],
-                                  id_offsets[mine + 1]):
-                    rank += 1
-            tool_rank[m] = rank
