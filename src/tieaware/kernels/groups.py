@@ -146,17 +146,25 @@ def _first_at_or_below(distinct, hi, s):
 
 
 @njit(cache=True, inline="always")
-def _id_less(a, b, doc_key, codes, id_lo, id_hi):
-    """Whether document a's id sorts before document b's."""
-    if doc_key[a] != doc_key[b]:
-        return doc_key[a] < doc_key[b]
-    return compare_ids(codes, id_lo[a], id_hi[a], codes, id_lo[b], id_hi[b]) < 0
+def _before(by_id, x, y, docs, grades, scores, doc_key, codes, id_lo, id_hi):
+    """Whether member x sorts before member y: by document id ascending (``by_id``), else best-first
+    (score descending, judgment descending, input order)."""
+    a, b = docs[x], docs[y]
+    if by_id:
+        if doc_key[a] != doc_key[b]:
+            return doc_key[a] < doc_key[b]
+        return compare_ids(codes, id_lo[a], id_hi[a], codes, id_lo[b], id_hi[b]) < 0
+    if scores[a] != scores[b]:
+        return scores[a] > scores[b]
+    if grades[x] != grades[y]:
+        return grades[x] > grades[y]
+    return a < b
 
 
 @njit(cache=True)
-def _sort_by_id(perm, lo, hi, doc_of, doc_key, codes, id_lo, id_hi, tmp):
-    """Sort perm[lo:hi] (member positions; member p is document doc_of[p]) by document id, ascending:
-    bottom-up merge sort, O(m log m) comparisons for m members."""
+def _sort_members(perm, lo, hi, tmp, by_id, docs, grades, scores, doc_key, codes, id_lo, id_hi):
+    """Sort perm[lo:hi] (member indices) by `_before`: bottom-up merge sort, O(m log m) comparisons
+    and no allocation for m members."""
     width = 1
     while width < hi - lo:
         for left in range(lo, hi, 2 * width):
@@ -164,9 +172,8 @@ def _sort_by_id(perm, lo, hi, doc_of, doc_key, codes, id_lo, id_hi, tmp):
             right = min(left + 2 * width, hi)
             i, j = left, mid
             for k in range(left, right):
-                take_left = j >= right or i < mid and not _id_less(doc_of[perm[j]], doc_of[perm[i]], doc_key,
-                                                                   codes, id_lo, id_hi)
-                if take_left:
+                if j >= right or i < mid and not _before(by_id, perm[j], perm[i], docs, grades, scores, doc_key,
+                                                         codes, id_lo, id_hi):
                     tmp[k] = perm[i]
                     i += 1
                 else:
@@ -186,7 +193,7 @@ def scratch(max_docs, max_judged):
     return (np.empty(n_table, np.int64), np.empty(m, np.uint64), np.empty(m, np.int64), np.full(max_docs, -1, np.int64),
             np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(2 * m + 1, np.int64),
             np.empty(m + 1, np.float64), np.empty(8 * m + 2, np.int64), np.empty(2 * m + 2, np.int64),
-            np.empty(max_docs, np.int64), np.empty(max_docs, np.int64))
+            np.empty(max_docs, np.int64), np.empty(max_docs, np.int64), np.empty(m, np.float64))
 
 
 @njit(cache=True)
@@ -207,7 +214,7 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
         (members, groups, first NaN score's index or -1): a query with a NaN score gets no groups.
     """
     (table, key_hash, key_doc, doc_member, mem_doc, by_id, tmp, passed, distinct, bucket_start, gaps, in_group,
-     in_slot) = work
+     in_slot, grade) = work
     mem_rel, mem_index, mem_input_rank, mem_trec_rank, grp_above, grp_size, grp_mem_start, grp_mem_end = out
     n, m = scores.shape[0], j_lo.shape[0]
     for i in range(n):
@@ -242,35 +249,30 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
             slot = (slot + 1) & mask
     if found == 0:
         return 0, 0, -1
-    # members best-first: score descending, judgment descending, input order (stable sorts)
-    docs = np.empty(found, np.int64)
-    grades = np.empty(found, np.float64)
+    # members best-first: score descending, judgment descending, input order
     f = 0
     for a in range(m):
         if key_doc[a] >= 0:
-            docs[f] = key_doc[a]
-            grades[f] = j_grade[a]
+            key_doc[f] = key_doc[a]  # compacted in place: f <= a
+            grade[f] = j_grade[a]
+            by_id[f] = f
             f += 1
-    order = np.argsort(docs)
-    docs, grades = docs[order], grades[order]
-    order = np.argsort(-grades, kind="mergesort")
-    docs, grades = docs[order], grades[order]
-    order = np.argsort(-scores[docs], kind="mergesort")
-    docs, grades = docs[order], grades[order]
+    _sort_members(by_id, 0, found, tmp, False, key_doc, grade, scores, doc_key, codes, id_lo, id_hi)
+    for p in range(found):
+        d = mem_doc[p] = key_doc[by_id[p]]
+        mem_rel[m0 + p] = grade[by_id[p]]
+        mem_index[m0 + p] = d
+        mem_trec_rank[m0 + p] = 0
+        doc_member[d] = p
     g = 0
     for p in range(found):
-        s = scores[docs[p]]
+        s = scores[mem_doc[p]]
         if g == 0 or s != distinct[g - 1]:
             distinct[g] = s
             grp_mem_start[m0 + g] = m0 + p
             grp_size[m0 + g] = 0
             g += 1
         grp_mem_end[m0 + g - 1] = m0 + p + 1
-        mem_rel[m0 + p] = grades[p]
-        mem_index[m0 + p] = docs[p]
-        mem_trec_rank[m0 + p] = 0
-        mem_doc[p] = docs[p]
-        doc_member[docs[p]] = p
     distinct[g] = np.nan  # never equal, never greater: the slot past the last group
     # each group's members by id ascending; passed[b + t]: documents of group b whose id exceeds
     # exactly the first t of them (group b's cells start at its first member + b)
@@ -280,7 +282,7 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
             by_id[t] = t
         passed[lo + b:hi + b + 1] = 0
         if hi - lo > 1:
-            _sort_by_id(by_id, lo, hi, mem_doc, doc_key, codes, id_lo, id_hi, tmp)
+            _sort_members(by_id, lo, hi, tmp, True, mem_doc, grade, scores, doc_key, codes, id_lo, id_hi)
     # every document's group b (the first judged score <= its score) through equal-width buckets of
     # scores: no branch on the data except in a bucket holding several judged scores. gaps[2b]
     # counts the documents strictly between groups b-1 and b, gaps[2b+1] those in group b, whose
@@ -321,7 +323,9 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
         else:
             while lo < hi:  # members (by id) whose id is smaller than document i's
                 mid = (lo + hi) // 2
-                if _id_less(mem_doc[by_id[mid]], i, doc_key, codes, id_lo, id_hi):
+                d = mem_doc[by_id[mid]]
+                if doc_key[d] < doc_key[i] or doc_key[d] == doc_key[i] and compare_ids(
+                        codes, id_lo[d], id_hi[d], codes, id_lo[i], id_hi[i]) < 0:
                     lo = mid + 1
                 else:
                     hi = mid
@@ -337,7 +341,7 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
             greater += passed[t + 1 + b]
             mem_trec_rank[m0 + by_id[t]] = greater
     for p in range(found):
-        doc_member[docs[p]] = -1
+        doc_member[mem_doc[p]] = -1
     return found, g, -1
 
 
