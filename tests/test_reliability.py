@@ -452,6 +452,16 @@ def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers():
     assert {kernel: len(kernel.signatures) for kernel in _dispatchers()} == kernels
 
 
+def test_scores_are_placed_exactly_among_infinite_or_crowded_judged_scores():
+    """Judged scores spanning no finite range (+/-inf: bisection) or crowded into one bucket (an
+    outlier far above the rest) still give each document its exact group."""
+    for scores in ([math.inf, 1.0, 0.5, -math.inf, 0.5, 1.0, -math.inf],
+                   [1000.0, 0.3, 0.2, 0.1, 0.2, 0.25, 0.1, 0.3, 0.15, 1e-9]):
+        run = {"q1": {f"d{i}": s for i, s in enumerate(scores)}}
+        qrels = {"q1": {f"d{i}": i % 3 for i in range(len(scores)) if i != 2}}
+        assert _groups_of(ranked_lists(qrels, run)) == _brute_force_groups(qrels, run)
+
+
 def test_ids_holding_nul_are_read_whole():
     """An id containing NUL cannot be split at NULs: the reader falls back to lengths."""
     qrels = {"q1": {"a\0b": 1, "a": 0}}

@@ -16,8 +16,10 @@ groups"), each with
 document ids as Unicode code points (code point order is the order ``strcmp``
 gives the ids' UTF-8 bytes), and its judgments. Judged ids go into a small
 open-addressing table, one pass over the documents finds them, a second pass
-binary-searches each score among the m judged scores. Cost O(n log m + m log m)
-per query for n retrieved and m judged documents, instead of O(n log n).
+places each score among the m judged scores through 8m equal-width buckets of
+their range (no branch on the data but in a bucket holding several judged scores,
+searched by bisection). Cost O(n + m log m) per query for n retrieved documents
+(O(n log m) at worst, scores crowded in one bucket), instead of O(n log n).
 `read_chunk` runs it over many queries of Python dicts (`tieaware.ranked_lists`);
 `tieaware.ranx_reader` over ranx's typed dicts. Both fill the same outputs, so
 group slots of query q start at its first judged member's index.
@@ -133,9 +135,8 @@ def _bucket_starts(distinct, g, bucket_start):
 
 
 @njit(cache=True)
-def _first_at_or_below(distinct, hi, s):
-    """Binary search: the first b in [0, hi) with distinct[b] <= s (distinct descending), else hi."""
-    lo = 0
+def _first_at_or_below(distinct, lo, hi, s):
+    """Binary search: the first b in [lo, hi) with distinct[b] <= s (distinct descending there), else hi."""
     while lo < hi:
         mid = (lo + hi) // 2
         if distinct[mid] <= s:
@@ -293,14 +294,13 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
     for i in range(n):
         s = scores[i]
         if n_buckets == 0:
-            b = _first_at_or_below(distinct, g, s)
+            b = _first_at_or_below(distinct, 0, g, s)
         else:
             k = _bucket(top, scale, n_buckets, s)
             c, e = bucket_start[k], bucket_start[k + 1]
             b = c + (distinct[c] > s)
-            if e - c > 1:
-                while b < e and distinct[b] > s:
-                    b += 1
+            if e - c > 1:  # a bucket crowded with judged scores
+                b = _first_at_or_below(distinct, c, e, s)
         equal = distinct[b] == s
         gaps[2 * b + equal] += 1
         in_group[n_in] = i
