@@ -77,7 +77,6 @@ class RankedLists:
         ranx_order: how ranx orders this input (`kernels.tiebreak` modes, or None when the run's
             own order already is ranx's).
         all_scores: () -> (n,) every score in the run's order, read again (ranx's tie order only).
-        doc_id: (query index, document index) -> the document's id, for error messages.
         run_fingerprint: `ranx_reader.fingerprint` of the ranx Run read (None otherwise).
     """
 
@@ -97,7 +96,6 @@ class RankedLists:
     grp_mem_end: np.ndarray
     ranx_order: int | None
     all_scores: Callable[[], np.ndarray]
-    doc_id: Callable[[int, int], str]
     run_fingerprint: int | None = None
     #: per tie order, its `kernels.families.Judged` (filled by `tieaware.evaluation`)
     judged: dict = field(default_factory=dict, repr=False)
@@ -133,9 +131,10 @@ class RankedLists:
 
 
 class _Groups:
-    """The outputs `kernels.groups.query_groups` fills, for up to `capacity` judged members."""
+    """The outputs `kernels.groups.query_groups` fills: room for min(retrieved, judged) members a query."""
 
-    def __init__(self, n_queries: int, capacity: int):
+    def __init__(self, n_ret: np.ndarray, qrel_offsets: np.ndarray):
+        n_queries, capacity = n_ret.size, int(np.minimum(n_ret, np.diff(qrel_offsets)).sum())
         self.out = (np.zeros(capacity, np.float64), *(np.zeros(capacity, np.int64) for _ in range(7)))
         self.n_members, self.n_groups, self.first_nan = (np.zeros(n_queries, np.int64) for _ in range(3))
 
@@ -163,9 +162,10 @@ def _id_codes(per_query: list, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
         lo[1:] = hi[:-1] + 1
         return codes, lo, hi
     ids = list(chain.from_iterable(per_query))  # an id holds NUL itself: lay them end to end
-    hi = np.cumsum(np.fromiter(map(len, ids), np.int64, n))
+    lengths = np.fromiter(map(len, ids), np.int64, n)
+    hi = np.cumsum(lengths)
     codes = np.frombuffer("".join(ids).encode("utf-32-le", "surrogatepass"), np.uint32)
-    return codes, hi - np.fromiter(map(len, ids), np.int64, n), hi
+    return codes, hi - lengths, hi
 
 
 def _value_problem(value) -> str | None:
@@ -237,13 +237,13 @@ def _judgments(qrels, query_ids: list, typed_ids=None) -> tuple:
 
 
 def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
-    qrel_offsets, jcodes, j_lo, j_hi, grades = judgments = _judgments(qrels, query_ids)
+    qrel_offsets, jcodes, j_lo, j_hi, grades = _judgments(qrels, query_ids)
     empty: dict = {}
     runs = [run.get(q, empty) for q in query_ids]
     n_ret = np.fromiter(map(len, runs), np.int64, len(runs))
     offsets = np.zeros(len(query_ids) + 1, np.int64)
     np.cumsum(n_ret, out=offsets[1:])
-    groups = _Groups(len(query_ids), int(qrel_offsets[-1]))
+    groups = _Groups(n_ret, qrel_offsets)
     work = scratch(int(n_ret.max(initial=0)), int(np.diff(qrel_offsets).max(initial=0)))
     cursor = 0
     first = 0
@@ -261,25 +261,22 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
                             j_lo, j_hi, grades, first, work, groups.out, groups.n_members, groups.n_groups,
                             groups.first_nan, cursor)
         first = last
-    del judgments
 
     def all_scores() -> np.ndarray:
         return np.fromiter(chain.from_iterable(map(dict.values, runs)), np.float64, int(offsets[-1]))
 
-    def doc_id(query: int, index: int) -> str:
-        return str(list(runs[query])[index])
-
     return groups.lists(query_ids, n_ret, qrel_offsets, grades, ranx_order=RANX_ARGSORT_REVERSED,
-                        all_scores=all_scores, doc_id=doc_id)
+                        all_scores=all_scores)
 
 
 def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> RankedLists:
     typed_ids = (ranx_reader.query_order(run.run, qrels.qrels, make_comparable) if is_ranx_qrels(qrels)
                  else TypedList(query_ids))
+    assert list(typed_ids) == query_ids  # `query_order` is `_query_ids` in numba: rows and labels align
     qrel_offsets, jcodes, j_lo, j_hi, grades = _judgments(qrels, query_ids, typed_ids)
     offsets = ranx_reader.run_sizes(run.run, typed_ids)
     n_ret = np.diff(offsets)
-    groups = _Groups(len(query_ids), int(qrel_offsets[-1]))
+    groups = _Groups(n_ret, qrel_offsets)
     work = scratch(int(n_ret.max(initial=0)), int(np.diff(qrel_offsets).max(initial=0)))
     _, run_hash = ranx_reader.read_run(run.run, typed_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, grades, work,
                                        groups.out, groups.n_members, groups.n_groups, groups.first_nan)
@@ -293,11 +290,8 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> Ranked
     def all_scores() -> np.ndarray:
         return ranx_reader.run_scores(run.run, typed_ids, offsets)
 
-    def doc_id(query: int, index: int) -> str:
-        return ranx_reader.doc_id(run.run, query_ids[query], index)
-
     return groups.lists(query_ids, n_ret, qrel_offsets, grades, ranx_order=None if run.sorted else RANX_ARGSORT_NEGATED,
-                        all_scores=all_scores, doc_id=doc_id, run_fingerprint=None if make_comparable else run_hash)
+                        all_scores=all_scores, run_fingerprint=None if make_comparable else run_hash)
 
 
 # ------------------------------------------------------------------ assembling
