@@ -102,7 +102,7 @@ def worker(tool: str, n_queries: int, n_docs: int, repeats: int) -> dict:
     elif tool == "tieaware_cached":
         import tieaware
 
-        def job():  # the same Run: its conversion is cached and checked against a fingerprint
+        def job():  # the same Run: its conversion and statistics are cached, checked against a fingerprint
             tieaware.evaluate(ranx_qrels, ranx_run, synthetic.METRICS)
     else:
         raise SystemExit(f"unknown tool {tool}")

@@ -140,8 +140,9 @@ def per_query_frames(qrels, run, specs: list[MetricSpec], make_comparable: bool,
         if key not in lists.stats:  # kept with the lists: a cached ranx Run evaluated again reuses them
             if order not in lists.judged:
                 lists.judged[order] = judged_lists(lists, order)
-            lists.stats[key] = _finite_stats(lists, lists.judged[order], spec)
-            lists.stats[key].setflags(write=False)
+            stats = _finite_stats(lists, lists.judged[order], spec)
+            stats.setflags(write=False)
+            lists.stats[key] = stats
         frames[spec.name] = per_query_frame(lists.query_ids, lists.stats[key])
     return lists.query_ids, frames
 

@@ -114,8 +114,8 @@ class RankedLists:
         if oblivious == "trec_eval":
             return self.mem_trec_rank
         if oblivious not in self._tool_ranks:
-            used = group_slots(self.n_groups, self.mem_offsets)
             if oblivious == "docid_ascending":  # ids are distinct inside a query: the others have a smaller id
+                used = group_slots(self.n_groups, self.mem_offsets)
                 member_size = np.repeat(self.grp_size[used], self.grp_mem_end[used] - self.grp_mem_start[used])
                 self._tool_ranks[oblivious] = member_size - 1 - self.mem_trec_rank
             else:
@@ -131,12 +131,15 @@ class RankedLists:
 
 
 class _Groups:
-    """The outputs `kernels.groups.query_groups` fills: room for min(retrieved, judged) members a query."""
+    """The outputs `kernels.groups.query_groups` fills (room for min(retrieved, judged) members a query)
+    and its scratch (`work`) for the longest query."""
 
     def __init__(self, n_ret: np.ndarray, qrel_offsets: np.ndarray):
-        n_queries, capacity = n_ret.size, int(np.minimum(n_ret, np.diff(qrel_offsets)).sum())
+        n_judged = np.diff(qrel_offsets)
+        capacity = int(np.minimum(n_ret, n_judged).sum())
         self.out = (np.zeros(capacity, np.float64), *(np.zeros(capacity, np.int64) for _ in range(7)))
-        self.n_members, self.n_groups, self.first_nan = (np.zeros(n_queries, np.int64) for _ in range(3))
+        self.n_members, self.n_groups, self.first_nan = (np.zeros(n_ret.size, np.int64) for _ in range(3))
+        self.work = scratch(int(n_ret.max(initial=0)), int(n_judged.max(initial=0)))
 
     def lists(self, query_ids, n_ret, qrel_offsets, grades, **rest) -> RankedLists:
         mem_offsets = np.zeros(len(query_ids) + 1, np.int64)
@@ -244,7 +247,6 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
     offsets = np.zeros(len(query_ids) + 1, np.int64)
     np.cumsum(n_ret, out=offsets[1:])
     groups = _Groups(n_ret, qrel_offsets)
-    work = scratch(int(n_ret.max(initial=0)), int(np.diff(qrel_offsets).max(initial=0)))
     cursor = 0
     first = 0
     while first < len(query_ids):  # chunks of whole queries, about CHUNK_DOCS documents each
@@ -258,7 +260,7 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
             codes, lo, hi = _id_codes(runs[first:last], n_chunk)
         scores = _float_values("Run score", query_ids[first:last], runs[first:last], n_chunk, finite=False)
         cursor = read_chunk(offsets[first:last + 1] - offsets[first], scores, codes, lo, hi, qrel_offsets, jcodes,
-                            j_lo, j_hi, grades, first, work, groups.out, groups.n_members, groups.n_groups,
+                            j_lo, j_hi, grades, first, groups.work, groups.out, groups.n_members, groups.n_groups,
                             groups.first_nan, cursor)
         first = last
 
@@ -277,9 +279,8 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> Ranked
     offsets = ranx_reader.run_sizes(run.run, typed_ids)
     n_ret = np.diff(offsets)
     groups = _Groups(n_ret, qrel_offsets)
-    work = scratch(int(n_ret.max(initial=0)), int(np.diff(qrel_offsets).max(initial=0)))
-    _, run_hash = ranx_reader.read_run(run.run, typed_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, grades, work,
-                                       groups.out, groups.n_members, groups.n_groups, groups.first_nan)
+    run_hash = ranx_reader.read_run(run.run, typed_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, grades,
+                                    groups.work, groups.out, groups.n_members, groups.n_groups, groups.first_nan)
     bad = np.flatnonzero(groups.first_nan >= 0)
     if bad.size:
         q = int(bad[0])

@@ -52,7 +52,7 @@ def run_scores(run_td, query_ids, offsets):
     return scores
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _item(key_hash, value, bits, as_int):
     """What the fingerprint folds in for one (id, value): the id's hash and the value's float64 bits
     (times an odd constant: a bijection, so a changed value always changes it)."""
@@ -106,11 +106,8 @@ def qrels_arrays(qrels_td, query_ids):
 @njit(cache=True)
 def read_run(run_td, query_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_grade, work, out, n_members, n_groups,
              first_nan):
-    """The judged groups of every query (`kernels.groups.query_groups`, members written in query order
-    from 0), and the Run's `fingerprint` when ``query_ids`` are its queries in its order.
-
-    Returns (judged members written, fingerprint).
-    """
+    """Fill the judged groups of every query (`kernels.groups.query_groups`, members written in query
+    order from 0); returns the Run's `fingerprint` when ``query_ids`` are its queries in its order."""
     longest = 1
     for i in range(len(query_ids)):
         longest = max(longest, offsets[i + 1] - offsets[i])
@@ -154,7 +151,7 @@ def read_run(run_td, query_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_gra
                                                jcodes, j_lo[a:b], j_hi[a:b], j_grade[a:b], work, out, cursor)
         n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
         cursor += members
-    return cursor, h
+    return h
 
 
 @njit(cache=True)

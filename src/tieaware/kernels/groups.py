@@ -62,7 +62,7 @@ def _code_at_impl(text, index):
     return None
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def id_hash(text, lo, hi):
     """Hash of code points lo..hi-1 of `text` (`code_at`): three 21-bit code points per 64-bit
     word, each word xor-multiplied in (murmur3's multiplier), then a final xor-shift."""
@@ -79,7 +79,7 @@ def id_hash(text, lo, hi):
     return h ^ (h >> np.uint64(31))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def id_key(text, lo, hi):
     """The first three code points of id text[lo:hi], 21 bits each, first highest (0 past the end):
     two ids whose keys differ sort as their keys do; equal keys need `compare_ids`."""
@@ -89,13 +89,13 @@ def id_key(text, lo, hi):
     return key
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def fold(h, x):
     """One step of a polynomial fingerprint: any change of one folded value changes the result."""
     return h * _ODD + x
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def compare_ids(a, a_lo, a_hi, b, b_lo, b_hi):
     """-1, 0 or 1 as id a[a_lo:a_hi] sorts before, equals or sorts after id b[b_lo:b_hi] (code points)."""
     for c in range(min(a_hi - a_lo, b_hi - b_lo)):
@@ -109,7 +109,7 @@ def compare_ids(a, a_lo, a_hi, b, b_lo, b_hi):
 
 
 # ------------------------------------------------------------------ one query
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _bucket(top, scale, n_buckets, s):
     """Bucket of score s among n_buckets equal slices of [bottom, top] (0: at or above top,
     n_buckets: at or below bottom); monotone in s, so judged scores in a lower bucket are above s."""
@@ -146,7 +146,7 @@ def _first_at_or_below(distinct, lo, hi, s):
     return lo
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _before(by_id, x, y, docs, grades, scores, doc_key, codes, id_lo, id_hi):
     """Whether member x sorts before member y: by document id ascending (``by_id``), else best-first
     (score descending, judgment descending, input order)."""
@@ -173,14 +173,18 @@ def _sort_members(perm, lo, hi, tmp, by_id, docs, grades, scores, doc_key, codes
             right = min(left + 2 * width, hi)
             i, j = left, mid
             for k in range(left, right):
-                if j >= right or i < mid and not _before(by_id, perm[j], perm[i], docs, grades, scores, doc_key,
-                                                         codes, id_lo, id_hi):
+                take_left = j >= right
+                if not take_left and i < mid:
+                    take_left = not _before(by_id, perm[j], perm[i], docs, grades, scores, doc_key, codes, id_lo,
+                                            id_hi)
+                if take_left:
                     tmp[k] = perm[i]
                     i += 1
                 else:
                     tmp[k] = perm[j]
                     j += 1
-        perm[lo:hi] = tmp[lo:hi]
+        for k in range(lo, hi):  # element loops, not slice assignments: those cost seconds of compiling
+            perm[k] = tmp[k]
         width *= 2
 
 
@@ -198,39 +202,19 @@ def scratch(max_docs, max_judged):
 
 
 @njit(cache=True)
-def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j_hi, j_grade, work, out, m0):
-    """The judged groups of one query, written to `out` from member/slot index m0.
+def _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_hash, key_doc):
+    """key_doc[a]: the retrieved document whose id is judged id a, or -1; returns how many were found.
 
-    Args:
-        scores, id_lo, id_hi, doc_hash, doc_key: (n,) per retrieved document, in input order: score,
-            its id as codes[id_lo:id_hi], its `id_hash` and `id_key`.
-        jcodes, j_lo, j_hi, j_grade: (m,) per judged document: id jcodes[j_lo:j_hi], judgment.
-        work: `scratch` arrays for at least n documents and m judgments.
-        out: (mem_rel, mem_index, mem_input_rank, mem_trec_rank, grp_above, grp_size, grp_mem_start,
-            grp_mem_end): per member its judgment, index in input order and rank inside its group in
-            input order and in trec_eval's order; per group slot documents above, documents in it,
-            and its members' range.
-
-    Returns:
-        (members, groups, first NaN score's index or -1): a query with a NaN score gets no groups.
-    """
-    (table, key_hash, key_doc, doc_member, mem_doc, by_id, tmp, passed, distinct, bucket_start, gaps, in_group,
-     in_slot, grade) = work
-    mem_rel, mem_index, mem_input_rank, mem_trec_rank, grp_above, grp_size, grp_mem_start, grp_mem_end = out
-    n, m = scores.shape[0], j_lo.shape[0]
-    for i in range(n):
-        if np.isnan(scores[i]):
-            return 0, 0, i
-    if n == 0 or m == 0:
-        return 0, 0, -1
-    # judged ids into an open-addressing table at most 1/8 full (so a document not judged, the usual
-    # case, mostly meets an empty slot at once: few mispredicted branches), then find them
+    Judged ids go into an open-addressing table at most 1/8 full, so a document not judged (the
+    usual case) mostly meets an empty slot at once: few mispredicted branches."""
+    m = j_lo.shape[0]
     bits = 3
     while (1 << bits) < 8 * m:
         bits += 1
     mask = (1 << bits) - 1
     shift = np.uint64(64 - bits)
-    table[:mask + 1] = -1
+    for slot in range(mask + 1):
+        table[slot] = -1
     for a in range(m):
         key_hash[a] = id_hash(jcodes, j_lo[a], j_hi[a])
         slot = np.int64((key_hash[a] * FIBONACCI) >> shift)
@@ -239,7 +223,7 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
         table[slot] = a
         key_doc[a] = -1
     found = 0
-    for i in range(n):
+    for i in range(doc_hash.shape[0]):
         slot = np.int64((doc_hash[i] * FIBONACCI) >> shift)
         while table[slot] >= 0:
             a = table[slot]
@@ -248,11 +232,17 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
                 found += 1
                 break
             slot = (slot + 1) & mask
-    if found == 0:
-        return 0, 0, -1
-    # members best-first: score descending, judgment descending, input order
+    return found
+
+
+@njit(cache=True)
+def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key, work, out, m0):
+    """Write the found members best-first (score descending, judgment descending, input order) and their
+    groups from index m0; each group's members also by id ascending (``by_id``). Returns the groups."""
+    _, _, _, doc_member, mem_doc, by_id, tmp, passed, distinct, _, _, _, _, grade = work
+    mem_rel, mem_index, _, mem_trec_rank, _, grp_size, grp_mem_start, grp_mem_end = out
     f = 0
-    for a in range(m):
+    for a in range(j_grade.shape[0]):
         if key_doc[a] >= 0:
             key_doc[f] = key_doc[a]  # compacted in place: f <= a
             grade[f] = j_grade[a]
@@ -281,17 +271,24 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
         lo, hi = grp_mem_start[m0 + b] - m0, grp_mem_end[m0 + b] - m0
         for t in range(lo, hi):
             by_id[t] = t
-        passed[lo + b:hi + b + 1] = 0
+        for t in range(lo + b, hi + b + 1):
+            passed[t] = 0
         if hi - lo > 1:
             _sort_members(by_id, lo, hi, tmp, True, mem_doc, grade, scores, doc_key, codes, id_lo, id_hi)
-    # every document's group b (the first judged score <= its score) through equal-width buckets of
-    # scores: no branch on the data except in a bucket holding several judged scores. gaps[2b]
-    # counts the documents strictly between groups b-1 and b, gaps[2b+1] those in group b, whose
-    # indices are kept (in input order) for the second pass
+    return g
+
+
+@njit(cache=True)
+def _place_scores(scores, distinct, g, bucket_start, gaps, in_group, in_slot):
+    """Every document's group b (the first judged score <= its score) through equal-width buckets of
+    scores: no branch on the data except in a bucket holding several judged scores. gaps[2b] counts
+    the documents strictly between groups b-1 and b, gaps[2b+1] those in group b, whose indices and
+    groups go to in_group/in_slot in input order; returns how many those are."""
     top, scale, n_buckets = _bucket_starts(distinct, g, bucket_start)
-    gaps[:2 * g + 2] = 0
+    for b in range(2 * g + 2):
+        gaps[b] = 0
     n_in = 0
-    for i in range(n):
+    for i in range(scores.shape[0]):
         s = scores[i]
         if n_buckets == 0:
             b = _first_at_or_below(distinct, 0, g, s)
@@ -306,7 +303,15 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
         in_group[n_in] = i
         in_slot[n_in] = b
         n_in += equal
-    # documents in groups: members' input ranks, and ids compared for trec_eval's order
+    return n_in
+
+
+@njit(cache=True)
+def _rank_in_groups(n_in, g, codes, id_lo, id_hi, doc_key, work, out, m0):
+    """For the documents in groups (`_place_scores`): groups' sizes, members' input ranks and, from
+    id comparisons, their trec_eval ranks; then the documents above each group."""
+    _, _, _, doc_member, mem_doc, by_id, _, passed, _, _, gaps, in_group, in_slot, _ = work
+    _, _, mem_input_rank, mem_trec_rank, grp_above, grp_size, grp_mem_start, grp_mem_end = out
     for t in range(n_in):
         i, b = in_group[t], in_slot[t]
         p = doc_member[i]
@@ -340,6 +345,40 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
         for t in range(hi - 1, lo - 1, -1):  # the member at id position t: documents with a greater id
             greater += passed[t + 1 + b]
             mem_trec_rank[m0 + by_id[t]] = greater
+
+
+@njit(cache=True)
+def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j_hi, j_grade, work, out, m0):
+    """The judged groups of one query, written to `out` from member/slot index m0.
+
+    Args:
+        scores, id_lo, id_hi, doc_hash, doc_key: (n,) per retrieved document, in input order: score,
+            its id as codes[id_lo:id_hi], its `id_hash` and `id_key`.
+        jcodes, j_lo, j_hi, j_grade: (m,) per judged document: id jcodes[j_lo:j_hi], judgment.
+        work: `scratch` arrays for at least n documents and m judgments.
+        out: (mem_rel, mem_index, mem_input_rank, mem_trec_rank, grp_above, grp_size, grp_mem_start,
+            grp_mem_end): per member its judgment, index in input order and rank inside its group in
+            input order and in trec_eval's order; per group slot documents above, documents in it,
+            and its members' range.
+
+    Returns:
+        (members, groups, first NaN score's index or -1): a query with a NaN score gets no groups.
+
+    Four stages, each its own function (numba compiles four small functions several times faster
+    than one large one): `_find_judged`, `_order_members`, `_place_scores`, `_rank_in_groups`.
+    """
+    table, key_hash, key_doc, doc_member, mem_doc, _, _, _, distinct, bucket_start, gaps, in_group, in_slot, _ = work
+    for i in range(scores.shape[0]):
+        if np.isnan(scores[i]):
+            return 0, 0, i
+    if scores.shape[0] == 0 or j_lo.shape[0] == 0:
+        return 0, 0, -1
+    found = _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_hash, key_doc)
+    if found == 0:
+        return 0, 0, -1
+    g = _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key, work, out, m0)
+    n_in = _place_scores(scores, distinct, g, bucket_start, gaps, in_group, in_slot)
+    _rank_in_groups(n_in, g, codes, id_lo, id_hi, doc_key, work, out, m0)
     for p in range(found):
         doc_member[mem_doc[p]] = -1
     return found, g, -1
