@@ -29,21 +29,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 FIVE = ["ndcg@10", "mrr@10", "map@100", "recall@100", "precision@10"]
 HEAVY = ("ranx", "scipy", "matplotlib", "torch", "numba", "pandas")
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "cranfield"
 
 
 def _default_files() -> tuple[str, str]:
-    try:
-        from tieaware.datasets import cranfield
+    """The Cranfield qrels and bf16 run bundled with the package."""
+    from tieaware.datasets import cranfield
 
-        data = cranfield()
-        return str(data.qrels), str(data.runs["bf16"])
-    except (ImportError, FileNotFoundError, KeyError):
-        return str(SHARED / "qrels.trec"), str(SHARED / "runs" / "minilm-bf16.trec")
+    data = cranfield()
+    return str(data.qrels), str(data.runs["bf16"])
 
 
 def _python(code: str, cache_dir: str | None = None, *flags: str) -> subprocess.CompletedProcess:

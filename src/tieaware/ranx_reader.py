@@ -52,7 +52,7 @@ def run_scores(run_td, query_ids, offsets):
     return scores
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _item(key_hash, value, bits, as_int):
     """What the fingerprint folds in for one (id, value): the id's hash and the value's float64 bits
     (times an odd constant: a bijection, so a changed value always changes it)."""

@@ -62,7 +62,7 @@ def _code_at_impl(text, index):
     return None
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def id_hash(text, lo, hi):
     """Hash of code points lo..hi-1 of `text` (`code_at`): three 21-bit code points per 64-bit
     word, each word xor-multiplied in (murmur3's multiplier), then a final xor-shift."""
@@ -79,7 +79,7 @@ def id_hash(text, lo, hi):
     return h ^ (h >> np.uint64(31))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def id_key(text, lo, hi):
     """The first three code points of id text[lo:hi], 21 bits each, first highest (0 past the end):
     two ids whose keys differ sort as their keys do; equal keys need `compare_ids`."""
@@ -89,13 +89,13 @@ def id_key(text, lo, hi):
     return key
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def fold(h, x):
     """One step of a polynomial fingerprint: any change of one folded value changes the result."""
     return h * _ODD + x
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def compare_ids(a, a_lo, a_hi, b, b_lo, b_hi):
     """-1, 0 or 1 as id a[a_lo:a_hi] sorts before, equals or sorts after id b[b_lo:b_hi] (code points)."""
     for c in range(min(a_hi - a_lo, b_hi - b_lo)):
@@ -109,7 +109,7 @@ def compare_ids(a, a_lo, a_hi, b, b_lo, b_hi):
 
 
 # ------------------------------------------------------------------ one query
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _bucket(top, scale, n_buckets, s):
     """Bucket of score s among n_buckets equal slices of [bottom, top] (0: at or above top,
     n_buckets: at or below bottom); monotone in s, so judged scores in a lower bucket are above s."""
@@ -146,7 +146,7 @@ def _first_at_or_below(distinct, lo, hi, s):
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _before(by_id, x, y, docs, grades, scores, doc_key, codes, id_lo, id_hi):
     """Whether member x sorts before member y: by document id ascending (``by_id``), else best-first
     (score descending, judgment descending, input order)."""
