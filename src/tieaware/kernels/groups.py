@@ -24,14 +24,19 @@ searched by bisection). Cost O(n + m log m) per query for n retrieved documents
 `tieaware.ranx_reader` over ranx's typed dicts. Both fill the same outputs, so
 group slots of query q start at its first judged member's index.
 
-Kernels are plain ``@njit(cache=True)`` on int64/uint32/float64 arrays,
-single-threaded (no numba threading layer), and allocate only per-query scratch.
+Kernels are ``@njit(cache=True)`` on int64/uint32/float64 arrays, single-threaded
+(no numba threading layer), and allocate only per-query scratch. What an empty
+numba cache costs (the first evaluate) is kept down by the layout: the stages
+called only from other kernels get no Python wrapper (`tieaware.kernels.INNER`), `query_groups`
+is inlined into its two callers, and `scratch` is plain numpy.
 """
 import numpy as np
 from numba import njit, types
 from numba.cpython.charseq import unicode_charseq_get_code
 from numba.cpython.unicode import _get_code_point
 from numba.extending import overload
+
+from . import INNER
 
 SEED = np.uint64(0xCBF29CE484222325)  # FNV-1a's offset basis
 _ODD = np.uint64(0x100000001B3)  # FNV's prime: the fingerprint's polynomial base
@@ -116,7 +121,7 @@ def _bucket(top, scale, n_buckets, s):
     return np.int64(min(max((top - s) * scale, 0.0), float(n_buckets)))
 
 
-@njit(cache=True)
+@njit(**INNER)
 def _bucket_starts(distinct, g, bucket_start):
     """Fill bucket_start[k] (k = 0..K+1) with how many of the g distinct judged scores (descending)
     fall in a bucket before k, for K = 8g buckets; returns (top, scale, K), K = 0 when the scores
@@ -134,7 +139,7 @@ def _bucket_starts(distinct, g, bucket_start):
     return distinct[0], scale, n_buckets
 
 
-@njit(cache=True)
+@njit(**INNER)
 def _first_at_or_below(distinct, lo, hi, s):
     """Binary search: the first b in [lo, hi) with distinct[b] <= s (distinct descending there), else hi."""
     while lo < hi:
@@ -162,7 +167,7 @@ def _before(by_id, x, y, docs, grades, scores, doc_key, codes, id_lo, id_hi):
     return a < b
 
 
-@njit(cache=True)
+@njit(**INNER)
 def _sort_members(perm, lo, hi, tmp, by_id, docs, grades, scores, doc_key, codes, id_lo, id_hi):
     """Sort perm[lo:hi] (member indices) by `_before`: bottom-up merge sort, O(m log m) comparisons
     and no allocation for m members."""
@@ -188,9 +193,9 @@ def _sort_members(perm, lo, hi, tmp, by_id, docs, grades, scores, doc_key, codes
         width *= 2
 
 
-@njit(cache=True)
-def scratch(max_docs, max_judged):
-    """Per-query work arrays of `query_groups` for queries of up to these sizes."""
+def scratch(max_docs: int, max_judged: int) -> tuple:
+    """Per-query work arrays of `query_groups` for queries of up to these sizes (plain numpy: nothing
+    to compile)."""
     n_table = 8
     while n_table < 8 * max_judged:
         n_table *= 2
@@ -201,7 +206,7 @@ def scratch(max_docs, max_judged):
             np.empty(max_docs, np.int64), np.empty(max_docs, np.int64), np.empty(m, np.float64))
 
 
-@njit(cache=True)
+@njit(**INNER)
 def _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_hash, key_doc):
     """key_doc[a]: the retrieved document whose id is judged id a, or -1; returns how many were found.
 
@@ -235,7 +240,7 @@ def _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_h
     return found
 
 
-@njit(cache=True)
+@njit(**INNER)
 def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key, work, out, m0):
     """Write the found members best-first (score descending, judgment descending, input order) and their
     groups from index m0; each group's members also by id ascending (``by_id``). Returns the groups."""
@@ -248,7 +253,8 @@ def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key
             grade[f] = j_grade[a]
             by_id[f] = f
             f += 1
-    _sort_members(by_id, 0, found, tmp, False, key_doc, grade, scores, doc_key, codes, id_lo, id_hi)
+    # np.int64/np.bool_ make the flags typed values, not literals: one compiled sort serves both orders
+    _sort_members(by_id, np.int64(0), found, tmp, np.bool_(False), key_doc, grade, scores, doc_key, codes, id_lo, id_hi)
     for p in range(found):
         d = mem_doc[p] = key_doc[by_id[p]]
         mem_rel[m0 + p] = grade[by_id[p]]
@@ -274,11 +280,11 @@ def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key
         for t in range(lo + b, hi + b + 1):
             passed[t] = 0
         if hi - lo > 1:
-            _sort_members(by_id, lo, hi, tmp, True, mem_doc, grade, scores, doc_key, codes, id_lo, id_hi)
+            _sort_members(by_id, lo, hi, tmp, np.bool_(True), mem_doc, grade, scores, doc_key, codes, id_lo, id_hi)
     return g
 
 
-@njit(cache=True)
+@njit(**INNER)
 def _place_scores(scores, distinct, g, bucket_start, gaps, in_group, in_slot):
     """Every document's group b (the first judged score <= its score) through equal-width buckets of
     scores: no branch on the data except in a bucket holding several judged scores. gaps[2b] counts
@@ -291,7 +297,7 @@ def _place_scores(scores, distinct, g, bucket_start, gaps, in_group, in_slot):
     for i in range(scores.shape[0]):
         s = scores[i]
         if n_buckets == 0:
-            b = _first_at_or_below(distinct, 0, g, s)
+            b = _first_at_or_below(distinct, np.int64(0), g, s)
         else:
             k = _bucket(top, scale, n_buckets, s)
             c, e = bucket_start[k], bucket_start[k + 1]
@@ -306,7 +312,7 @@ def _place_scores(scores, distinct, g, bucket_start, gaps, in_group, in_slot):
     return n_in
 
 
-@njit(cache=True)
+@njit(**INNER)
 def _rank_in_groups(n_in, g, codes, id_lo, id_hi, doc_key, work, out, m0):
     """For the documents in groups (`_place_scores`): groups' sizes, members' input ranks and, from
     id comparisons, their trec_eval ranks; then the documents above each group."""
@@ -347,7 +353,7 @@ def _rank_in_groups(n_in, g, codes, id_lo, id_hi, doc_key, work, out, m0):
             mem_trec_rank[m0 + by_id[t]] = greater
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j_hi, j_grade, work, out, m0):
     """The judged groups of one query, written to `out` from member/slot index m0.
 
@@ -366,6 +372,7 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
 
     Four stages, each its own function (numba compiles four small functions several times faster
     than one large one): `_find_judged`, `_order_members`, `_place_scores`, `_rank_in_groups`.
+    Inlined into `read_chunk` and `ranx_reader.read_run`: not compiled on its own.
     """
     table, key_hash, key_doc, doc_member, mem_doc, _, _, _, distinct, bucket_start, gaps, in_group, in_slot, _ = work
     for i in range(scores.shape[0]):

@@ -24,10 +24,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .. import INNER
 from .common import Judged, Params, all_orders, count_relevant, gains, inverse, scaled, top_slots
 
 
-@njit(cache=True)
+@njit(**INNER)
 def _group_moments(c, g, r, t, rel_above, work):
     """First two moments of one group's AP numerator sum_{relevant slot u < t} prec@(c + u + 1).
 

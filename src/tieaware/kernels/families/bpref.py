@@ -23,10 +23,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .. import INNER
 from .common import Judged, Params, all_orders, inverse, scaled
 
 
-@njit(cache=True)
+@njit(**INNER)
 def _f(nonrel_above, n_rel, n_nonrel):
     """trec_eval's bpref term: 1 - min(m, R) / min(N, R); 1 when min(N, R) = 0."""
     denom = min(n_nonrel, n_rel)
@@ -35,7 +36,7 @@ def _f(nonrel_above, n_rel, n_nonrel):
     return 1.0 - min(nonrel_above, n_rel) / denom
 
 
-@njit(cache=True)
+@njit(**INNER)
 def _group_moments(r, s, nonrel_above, n_rel, n_nonrel, work):
     """First two moments of one group's bpref numerator: r relevant and s judged
     non-relevant in uniformly random relative order; placing a relevant after b
@@ -79,7 +80,7 @@ def _group_moments(r, s, nonrel_above, n_rel, n_nonrel, work):
     return first, second
 
 
-@njit(cache=True)
+@njit(**INNER)
 def _judged_counts(rel, start, stop, level):
     """(relevant, judged non-relevant) among members start..stop-1: rel >= level, 0 <= rel < level."""
     r = 0

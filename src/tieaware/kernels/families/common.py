@@ -29,6 +29,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from .. import INNER
 from ..groups import group_slots
 
 BINARY, LINEAR, EXP = "binary", "linear", "exp"
@@ -167,7 +168,7 @@ def top_slots(cutoff, above, size):
     return min(max(cutoff - above, 0), size)
 
 
-@njit(cache=True)
+@njit(**INNER)
 def count_relevant(relevant, start, stop):
     """Members start..stop-1 with a non-zero relevance flag (a group's r_n)."""
     r = 0
