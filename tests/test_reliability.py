@@ -390,15 +390,21 @@ def test_typed_dict_reader_equals_dict_reader(qrels_kind, run_kind):
 
 
 _IDS = st.text(alphabet=st.sampled_from("ab\u00e9\u20ac\U0001d11e\ufffd0"), min_size=0, max_size=5)
+# mostly a few tied values; then the floats where bucketing could go wrong: signed zeros, subnormals,
+# neighbours, the largest finite values, infinities; then any float
+_SCORES = st.one_of(st.sampled_from([0.25, 0.5, 0.75, 1.0]),
+                    st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 1e-320, 1.0 + 2**-52, 1e308, -1e308, math.inf,
+                                     -math.inf]),
+                    st.floats(allow_nan=False))
 
 
 @settings(max_examples=150, deadline=None)
-@given(data=st.lists(st.tuples(st.dictionaries(_IDS, st.sampled_from([0.25, 0.5, 0.75, 1.0]), max_size=14),
+@given(data=st.lists(st.tuples(st.dictionaries(_IDS, _SCORES, max_size=14),
                                st.lists(st.integers(-1, 3), max_size=20), st.lists(_IDS, max_size=3)),
                      min_size=1, max_size=4))
 def test_readers_equal_brute_force_on_random_tied_runs(data):
-    """Random runs with heavy ties and ids sharing prefixes (empty ids too): both readers give the
-    groups, input ranks and trec_eval ranks of a brute-force reading, chunking included."""
+    """Random runs with heavy ties, extreme scores and ids sharing prefixes (empty ids too): both
+    readers give the groups, input ranks and trec_eval ranks of a brute-force reading."""
     run, qrels = {}, {}
     for q, (docs, grades, unretrieved) in enumerate(data):
         run[f"q{q}"] = docs
@@ -453,9 +459,15 @@ def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers():
 
 
 def test_scores_are_placed_exactly_among_infinite_or_crowded_judged_scores():
-    """Judged scores spanning no finite range (+/-inf: bisection) or crowded into one bucket (an
-    outlier far above the rest) still give each document its exact group."""
+    """Judged scores spanning no finite range (+/-inf: bisection), a range so narrow that buckets
+    per unit overflow (subnormal spans: bisection), or crowded into one bucket (an outlier far
+    above the rest) still give each document its exact group."""
     for scores in ([math.inf, 1.0, 0.5, -math.inf, 0.5, 1.0, -math.inf],
+                   [5e-324, 0.0, 5e-324, 0.0, 1e-323, -5e-324, 0.0],
+                   [1e-320, 0.0, 1e-320, 5e-321, 0.0, -1.0, 2e-320],
+                   [1e308, -1e308, 1e308, 0.0, -1e308, 1.0],
+                   [1.0, 1.0 + 2**-52, 1.0, 1.0 + 2**-52, 1.0 - 2**-53, 1.0],
+                   [-0.0, 0.0, -0.0, 1.0, 0.0, -1.0],
                    [1000.0, 0.3, 0.2, 0.1, 0.2, 0.25, 0.1, 0.3, 0.15, 1e-9]):
         run = {"q1": {f"d{i}": s for i, s in enumerate(scores)}}
         qrels = {"q1": {f"d{i}": i % 3 for i in range(len(scores)) if i != 2}}

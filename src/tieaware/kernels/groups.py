@@ -125,12 +125,13 @@ def _bucket(top, scale, n_buckets, s):
 def _bucket_starts(distinct, g, bucket_start):
     """Fill bucket_start[k] (k = 0..K+1) with how many of the g distinct judged scores (descending)
     fall in a bucket before k, for K = 8g buckets; returns (top, scale, K), K = 0 when the scores
-    span no finite range (then a binary search is used)."""
-    span = distinct[0] - distinct[g - 1]
-    if g == 1 or not np.isfinite(span):
-        return distinct[0], 0.0, 0
+    span no finite range, or one so narrow (subnormal) that K / span overflows: then (top - s) * scale
+    could be 0 * inf = NaN, so a binary search is used instead."""
     n_buckets = 8 * g
-    scale = n_buckets / span
+    span = distinct[0] - distinct[g - 1]  # 0 for one score, inf or NaN with infinite scores
+    scale = n_buckets / span if span > 0.0 else 0.0
+    if not 0.0 < scale < np.inf:
+        return distinct[0], 0.0, 0
     j = 0
     for k in range(n_buckets + 2):
         while j < g and _bucket(distinct[0], scale, n_buckets, distinct[j]) < k:
