@@ -51,13 +51,24 @@ def test_ranx_run_changed_in_place_is_seen():
 
 
 def test_unchanged_ranx_objects_are_served_from_the_cache():
-    from tieaware import ranked_lists
+    from tieaware import ranked_lists, ranx_reader
 
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN)
     first = ranked_lists.ranked_lists(qrels, run)
+    assert first.run_fingerprint == ranx_reader.fingerprint(run.run)  # the reader's hash is the check's
     assert ranked_lists.ranked_lists(qrels, run) is first
     run.add_score("q1", "d4", 0.1)
     assert ranked_lists.ranked_lists(qrels, run) is not first
+
+
+def test_two_documents_swapping_scores_in_a_ranx_run_are_seen():
+    """Same ids, same scores, same sizes, only which document holds which score changes."""
+    qrels = ranx.Qrels({"q1": {"d1": 1}})
+    run = ranx.Run({"q1": {"d1": .9, "d2": .5}})
+    assert tieaware.evaluate(qrels, run, "mrr") == 1.0
+    run.add_score("q1", "d1", .5)
+    run.add_score("q1", "d2", .9)
+    assert tieaware.evaluate(qrels, run, "mrr") == 0.5
 
 
 # ---------------------------------------------------------------- id types
