@@ -120,7 +120,7 @@ def read_run(run_td, query_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_gra
     bits = np.empty(1, np.float64)
     as_int = bits.view(np.uint64)
     h = SEED
-    cursor = 0
+    cursor = np.int64(0)  # typed, not a literal: the group stages compile once for any start
     for q in range(len(query_ids)):
         qid = query_ids[q]
         n_members[q], n_groups[q], first_nan[q] = 0, 0, -1
