@@ -71,6 +71,83 @@ def test_two_documents_swapping_scores_in_a_ranx_run_are_seen():
     assert tieaware.evaluate(qrels, run, "mrr") == 0.5
 
 
+
+def test_values_swapped_in_place_in_ranx_objects_are_seen():
+    """Round values (integer grades, integer or half scores) have float64 bits ending in ~50 zeros:
+    the cache check must still see two of them trading places."""
+    qrels = ranx.Qrels({"q1": {"d0": 0, "d1": 0, "d2": 2}})
+    run = ranx.Run({"q1": {"d1": 0.9, "d2": 0.1}})
+    assert tieaware.evaluate(qrels, run, "mrr") == 0.5
+    grades = qrels.qrels["q1"]
+    grades["d1"], grades["d2"] = grades["d2"], grades["d1"]
+    assert tieaware.evaluate(qrels, run, "mrr") == 1.0
+    qrels = ranx.Qrels({"q1": {"d0": 1}})
+    run = ranx.Run({"q1": {"d0": 2.0, "d1": 1.0, "d2": 0.0}})
+    assert tieaware.evaluate(qrels, run, "mrr") == 1.0
+    scores = run.run["q1"]
+    scores["d0"], scores["d2"] = scores["d2"], scores["d0"]
+    assert tieaware.evaluate(qrels, run, "mrr") == pytest.approx(1 / 3)
+
+
+def test_the_fingerprint_changes_when_any_two_round_values_trade_places():
+    """Every swap of two different values among round numbers, and every rename of one id into a
+    near-identical one, changes `ranx_reader.fingerprint` (a stale cache would be served otherwise)."""
+    from numba import types
+    from numba.typed import Dict
+
+    from tieaware import ranx_reader
+
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        n = int(rng.integers(2, 9))
+        values = rng.choice([0.0, 0.5, 1.0, 2.0, 3.0, 4.0, -1.0, 1e3], size=n)
+        ids = [f"d{i}" for i in range(n)]
+        for i in range(n):
+            for j in range(i + 1, n):
+                if values[i] == values[j]:
+                    continue
+                prints = []
+                for swapped in (False, True):
+                    inner = Dict.empty(types.unicode_type, types.float64)
+                    for k, doc in enumerate(ids):
+                        inner[doc] = values[j if swapped and k == i else i if swapped and k == j else k]
+                    outer = Dict.empty(types.unicode_type, types.DictType(types.unicode_type, types.float64))
+                    outer["q"] = inner
+                    prints.append(ranx_reader.fingerprint(outer))
+                assert prints[0] != prints[1], (trial, values, i, j)
+
+
+def test_ids_differing_in_the_high_code_points_of_hashed_words_do_not_collide():
+    """`id_hash` packs three code points a word; ids differing only in each word's last (highest)
+    code point must still hash apart: 360,000 such ids, no collision (a multiply-only mix, which
+    never carries a difference downwards, gave thousands)."""
+    from tieaware.kernels.groups import id_hash
+
+    rng = np.random.default_rng(11)
+    points = rng.choice(np.r_[0x100:0xD800, 0xE000:0x110000], size=(2, 600), replace=False).astype(np.uint32)
+    codes = np.array([ord("a"), ord("b"), 0, ord("c"), ord("d"), 0], np.uint32)
+    hashes = set()
+    for a in points[0]:
+        codes[2] = a
+        for b in points[1]:
+            codes[5] = b
+            hashes.add(id_hash(codes, 0, 6))
+    assert len(hashes) == points.shape[1] ** 2
+
+
+def test_a_doc_renamed_in_place_to_a_crafted_id_of_the_old_hash_is_seen():
+    """Two ids built to collide under the first id hash (xor-multiply words, invertible): a rename
+    from one to the other in place must not be served from the cache."""
+    old, new = "dy1000", "da20\U000b3368\U000881fd"
+    qrels = ranx.Qrels({"q1": {old: 1}})
+    run = ranx.Run({"q1": {"a": 0.9, old: 0.5}})
+    assert tieaware.evaluate(qrels, run, "mrr") == 0.5
+    inner = run.run["q1"]
+    del inner[old]
+    inner[new] = 0.5
+    assert tieaware.evaluate(qrels, run, "mrr") == 0.0
+
+
 # ---------------------------------------------------------------- id types
 def test_integer_ids_match_string_ids_in_every_container():
     assert tieaware.evaluate({"q1": {101: 1}}, {"q1": {"101": .9}}, "recall@10") == 1.0

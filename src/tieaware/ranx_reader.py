@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import List
 
-from .kernels.groups import FIBONACCI, SEED, code_at, fold, id_hash, id_key, query_groups
+from .kernels.groups import SEED, code_at, fold, id_hash, id_key, mix64, query_groups
 
 
 @njit(cache=True)
@@ -54,10 +54,11 @@ def run_scores(run_td, query_ids, offsets):
 
 @njit(cache=True, inline="always")
 def _item(key_hash, value, bits, as_int):
-    """What the fingerprint folds in for one (id, value): the id's hash and the value's float64 bits
-    (times an odd constant: a bijection, so a changed value always changes it)."""
+    """What the fingerprint folds in for one (id, value): `mix64` of the id's hash xor the value's
+    float64 bits. Mixed, since round values (integer grades, 0.5) differ only in a few high bits:
+    folded raw, two of them trading places could cancel out."""
     bits[0] = value
-    return key_hash ^ (as_int[0] * FIBONACCI)
+    return mix64(key_hash ^ as_int[0])
 
 
 @njit(cache=True)

@@ -40,7 +40,8 @@ from . import INNER
 
 SEED = np.uint64(0xCBF29CE484222325)  # FNV-1a's offset basis
 _ODD = np.uint64(0x100000001B3)  # FNV's prime: the fingerprint's polynomial base
-_MIX = np.uint64(0xFF51AFD7ED558CCD)  # murmur3's fmix64 multiplier
+_MIX = np.uint64(0xFF51AFD7ED558CCD)  # murmur3's fmix64 multipliers
+_MIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: multiplicative hashing
 
 
@@ -68,9 +69,22 @@ def _code_at_impl(text, index):
 
 
 @njit(cache=True, inline="always")
+def mix64(x):
+    """murmur3's fmix64: a bijection of 64-bit words in which each input bit flips about half of the
+    output bits (so values differing only in a few bits, such as round floats, hash far apart)."""
+    x ^= x >> np.uint64(33)
+    x *= _MIX
+    x ^= x >> np.uint64(33)
+    x *= _MIX2
+    return x ^ (x >> np.uint64(33))
+
+
+@njit(cache=True, inline="always")
 def id_hash(text, lo, hi):
-    """Hash of code points lo..hi-1 of `text` (`code_at`): three 21-bit code points per 64-bit
-    word, each word xor-multiplied in (murmur3's multiplier), then a final xor-shift."""
+    """Hash of code points lo..hi-1 of `text` (`code_at`): three 21-bit code points per 64-bit word,
+    each word xor-multiplied in and its high bits folded down (a multiply only carries differences
+    upwards), then `mix64`. Not keyed: ids built to collide could, so callers confirm matches
+    (`compare_ids`) or, in the cache check, accept that only deliberate collisions get through."""
     h = SEED ^ np.uint64(hi - lo)
     c = lo
     while c < hi:
@@ -80,8 +94,9 @@ def id_hash(text, lo, hi):
         if c + 2 < hi:
             word |= np.uint64(code_at(text, c + 2)) << np.uint64(42)
         h = (h ^ word) * _MIX
+        h ^= h >> np.uint64(32)
         c += 3
-    return h ^ (h >> np.uint64(31))
+    return mix64(h)
 
 
 @njit(cache=True, inline="always")
@@ -96,7 +111,8 @@ def id_key(text, lo, hi):
 
 @njit(cache=True, inline="always")
 def fold(h, x):
-    """One step of a polynomial fingerprint: any change of one folded value changes the result."""
+    """One step of a polynomial fingerprint: any change of one folded value changes the result, and
+    with `mix64`-ed values two values trading places does too (but for a 2^-40-ish chance)."""
     return h * _ODD + x
 
 
