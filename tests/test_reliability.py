@@ -569,10 +569,17 @@ def test_ids_holding_nul_are_read_whole():
     assert _groups_of(ranked_lists(qrels, run)) == _brute_force_groups(qrels, run)
 
 
-def test_no_queries_give_nan_with_a_warning_never_zero():
+@pytest.mark.parametrize("qrels_kind,run_kind", [("dict", "dict"), ("dict", "ranx"), ("ranx", "dict"),
+                                                   ("ranx", "ranx")])
+def test_no_queries_give_nan_with_a_warning_never_zero(qrels_kind, run_kind):
+    """Also when one side is a ranx object (its reader needs a typed, even if empty, list of ids)."""
+    qrels = ranx.Qrels() if qrels_kind == "ranx" else {}
+    run = ranx.Run({"q1": {"d1": 0.5}}) if run_kind == "ranx" else {"q1": {"d1": 0.5}}
     with pytest.warns(RuntimeWarning, match="No queries"):
-        res = tieaware.evaluate({}, {}, "ndcg@10")
+        res = tieaware.evaluate(qrels, run, "ndcg@10", make_comparable=True)
     assert math.isnan(res) and math.isnan(res.min) and math.isnan(res.tie_std) and res.n_queries == 0
+    with pytest.warns(RuntimeWarning, match="No queries"):
+        assert math.isnan(tieaware.evaluate({}, {}, "ndcg@10"))
 
 
 # ------------------------------------------------------------ error family

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 import numpy as np
+from numba import types
 from numba.typed import List as TypedList
 
 from . import ranx_reader
@@ -233,9 +234,16 @@ def _ranx_judgments(qrels, query_ids: list, typed_ids) -> tuple:
     return offsets, codes, lo, hi, grades
 
 
+def _typed(query_ids: list) -> TypedList:
+    """Query ids as a numba typed list of str (typed even when empty: numba rejects an untyped one)."""
+    typed = TypedList.empty_list(types.unicode_type)
+    typed.extend(query_ids)
+    return typed
+
+
 def _judgments(qrels, query_ids: list, typed_ids=None) -> tuple:
     if is_ranx_qrels(qrels):
-        return _ranx_judgments(qrels, query_ids, TypedList(query_ids) if typed_ids is None else typed_ids)
+        return _ranx_judgments(qrels, query_ids, _typed(query_ids) if typed_ids is None else typed_ids)
     return _dict_judgments(qrels, query_ids)
 
 
@@ -273,7 +281,7 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
 
 def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> RankedLists:
     typed_ids = (ranx_reader.query_order(run.run, qrels.qrels, make_comparable) if is_ranx_qrels(qrels)
-                 else TypedList(query_ids))
+                 else _typed(query_ids))
     assert list(typed_ids) == query_ids  # `query_order` is `_query_ids` in numba: rows and labels align
     qrel_offsets, jcodes, j_lo, j_hi, grades = _judgments(qrels, query_ids, typed_ids)
     offsets = ranx_reader.run_sizes(run.run, typed_ids)
