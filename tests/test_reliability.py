@@ -52,10 +52,11 @@ def test_ranx_run_changed_in_place_is_seen():
 
 def test_unchanged_ranx_objects_are_served_from_the_cache():
     from tieaware import ranked_lists, ranx_reader
+    from tieaware.kernels.groups import SEED
 
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN)
     first = ranked_lists.ranked_lists(qrels, run)
-    assert first.run_fingerprint == ranx_reader.fingerprint(run.run)  # the reader's hash is the check's
+    assert first.run_fingerprint == ranx_reader.fingerprint(run.run, SEED)  # the reader's hash is the check's
     assert ranked_lists.ranked_lists(qrels, run) is first
     run.add_score("q1", "d4", 0.1)
     assert ranked_lists.ranked_lists(qrels, run) is not first
@@ -96,6 +97,7 @@ def test_the_fingerprint_changes_when_any_two_round_values_trade_places():
     from numba.typed import Dict
 
     from tieaware import ranx_reader
+    from tieaware.kernels.groups import SEED
 
     rng = np.random.default_rng(7)
     for trial in range(300):
@@ -113,7 +115,7 @@ def test_the_fingerprint_changes_when_any_two_round_values_trade_places():
                         inner[doc] = values[j if swapped and k == i else i if swapped and k == j else k]
                     outer = Dict.empty(types.unicode_type, types.DictType(types.unicode_type, types.float64))
                     outer["q"] = inner
-                    prints.append(ranx_reader.fingerprint(outer))
+                    prints.append(ranx_reader.fingerprint(outer, SEED))
                 assert prints[0] != prints[1], (trial, values, i, j)
 
 
@@ -121,7 +123,7 @@ def test_ids_differing_in_the_high_code_points_of_hashed_words_do_not_collide():
     """`id_hash` packs three code points a word; ids differing only in each word's last (highest)
     code point must still hash apart: 360,000 such ids, no collision (a multiply-only mix, which
     never carries a difference downwards, gave thousands)."""
-    from tieaware.kernels.groups import id_hash
+    from tieaware.kernels.groups import SEED, id_hash
 
     rng = np.random.default_rng(11)
     points = rng.choice(np.r_[0x100:0xD800, 0xE000:0x110000], size=(2, 600), replace=False).astype(np.uint32)
@@ -131,8 +133,19 @@ def test_ids_differing_in_the_high_code_points_of_hashed_words_do_not_collide():
         codes[2] = a
         for b in points[1]:
             codes[5] = b
-            hashes.add(id_hash(codes, 0, 6))
+            hashes.add(id_hash(codes, 0, 6, SEED))
     assert len(hashes) == points.shape[1] ** 2
+
+
+def test_id_hashes_are_seeded_per_process():
+    """The seed of the id hashes is drawn per process, so collisions cannot be prepared offline."""
+    import subprocess
+    import sys
+
+    code = "from tieaware.kernels.groups import SEED; print(int(SEED))"
+    seeds = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+             for _ in range(2)}
+    assert len(seeds) == 2
 
 
 def test_a_doc_renamed_in_place_to_a_crafted_id_of_the_old_hash_is_seen():

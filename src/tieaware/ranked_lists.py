@@ -30,7 +30,7 @@ from numba.typed import List as TypedList
 from . import ranx_reader
 from .errors import InputError, QueryMismatchError
 from .inputs import is_ranx_qrels, is_ranx_run, load_qrels, load_run, string_keys
-from .kernels.groups import group_slots, read_chunk, scratch
+from .kernels.groups import SEED, group_slots, read_chunk, scratch
 from .kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambiguous_groups, ranx_ranks
 
 #: the tools whose tie order `evaluate(..., oblivious=...)` reproduces
@@ -269,7 +269,7 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
         scores = _float_values("Run score", query_ids[first:last], runs[first:last], n_chunk, finite=False)
         cursor = read_chunk(offsets[first:last + 1] - offsets[first], scores, codes, lo, hi, qrel_offsets, jcodes,
                             j_lo, j_hi, grades, first, groups.work, groups.out, groups.n_members, groups.n_groups,
-                            groups.first_nan, cursor)
+                            groups.first_nan, cursor, SEED)
         first = last
 
     def all_scores() -> np.ndarray:
@@ -288,7 +288,8 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> Ranked
     n_ret = np.diff(offsets)
     groups = _Groups(n_ret, qrel_offsets)
     run_hash = ranx_reader.read_run(run.run, typed_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, grades,
-                                    groups.work, groups.out, groups.n_members, groups.n_groups, groups.first_nan)
+                                    groups.work, groups.out, groups.n_members, groups.n_groups, groups.first_nan,
+                                    SEED)
     bad = np.flatnonzero(groups.first_nan >= 0)
     if bad.size:
         q = int(bad[0])
@@ -335,9 +336,9 @@ def ranked_lists(qrels, run, make_comparable: bool = False) -> RankedLists:
         key = (id(qrels), run.sorted, make_comparable)
         per_run = _CACHE.setdefault(run, {})
         hit = per_run.get(key)
-        qrels_hash = ranx_reader.fingerprint(qrels.qrels)
+        qrels_hash = ranx_reader.fingerprint(qrels.qrels, SEED)
         if hit is not None and hit[0]() is qrels and hit[1] == qrels_hash \
-                and hit[2] == ranx_reader.fingerprint(run.run):
+                and hit[2] == ranx_reader.fingerprint(run.run, SEED):
             return hit[3]
     query_ids = _query_ids(qrels, run, make_comparable)  # raises on a mismatch
     if is_ranx_run(run):
@@ -348,7 +349,7 @@ def ranked_lists(qrels, run, make_comparable: bool = False) -> RankedLists:
         run_hash = lists.run_fingerprint
         per_run.clear()
         per_run[key] = (weakref.ref(qrels), qrels_hash,
-                        ranx_reader.fingerprint(run.run) if run_hash is None else run_hash, lists)
+                        ranx_reader.fingerprint(run.run, SEED) if run_hash is None else run_hash, lists)
     return lists
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import List
 
-from .kernels.groups import SEED, code_at, fold, id_hash, id_key, mix64, query_groups
+from .kernels.groups import code_at, fold, id_hash, id_key, mix64, query_groups
 
 
 @njit(cache=True)
@@ -106,9 +106,10 @@ def qrels_arrays(qrels_td, query_ids):
 
 @njit(cache=True)
 def read_run(run_td, query_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_grade, work, out, n_members, n_groups,
-             first_nan):
+             first_nan, seed):
     """Fill the judged groups of every query (`kernels.groups.query_groups`, members written in query
-    order from 0); returns the Run's `fingerprint` when ``query_ids`` are its queries in its order."""
+    order from 0); returns the Run's `fingerprint` from `seed` when ``query_ids`` are its queries in
+    its order."""
     longest = 1
     for i in range(len(query_ids)):
         longest = max(longest, offsets[i + 1] - offsets[i])
@@ -120,7 +121,7 @@ def read_run(run_td, query_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_gra
     codes = np.empty(16 * longest, np.uint32)
     bits = np.empty(1, np.float64)
     as_int = bits.view(np.uint64)
-    h = SEED
+    h = seed
     cursor = np.int64(0)  # typed, not a literal: the group stages compile once for any start
     for q in range(len(query_ids)):
         qid = query_ids[q]
@@ -128,14 +129,15 @@ def read_run(run_td, query_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_gra
         if qid not in run_td:
             continue
         docs = run_td[qid]
-        h = fold(fold(h, id_hash(qid, 0, len(qid))), np.uint64(len(docs)))
+        h = fold(fold(h, id_hash(qid, 0, len(qid), seed)), np.uint64(len(docs)))
         j = 0
         c = 0
         for key, s in docs.items():
             n = len(key)
             if c + n > codes.shape[0]:
                 grown = np.empty(2 * (c + n), np.uint32)
-                grown[:c] = codes[:c]
+                for t in range(c):  # an element loop: a slice assignment costs seconds of compiling
+                    grown[t] = codes[t]
                 codes = grown
             for t in range(n):
                 codes[c + t] = code_at(key, t)
@@ -143,30 +145,31 @@ def read_run(run_td, query_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_gra
             c += n
             id_hi[j] = c
             scores[j] = s
-            doc_hash[j] = id_hash(codes, id_lo[j], c)
+            doc_hash[j] = id_hash(codes, id_lo[j], c, seed)
             doc_key[j] = id_key(codes, id_lo[j], c)
             h = fold(h, _item(doc_hash[j], s, bits, as_int))
             j += 1
         a, b = qrel_offsets[q], qrel_offsets[q + 1]
         members, groups, nan_at = query_groups(scores[:j], codes, id_lo[:j], id_hi[:j], doc_hash[:j], doc_key[:j],
-                                               jcodes, j_lo[a:b], j_hi[a:b], j_grade[a:b], work, out, cursor)
+                                               jcodes, j_lo[a:b], j_hi[a:b], j_grade[a:b], work, out, cursor, seed)
         n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
         cursor += members
     return h
 
 
 @njit(cache=True)
-def fingerprint(td):
-    """A polynomial hash folding in, in iteration order, every query id (`id_hash`) and its size, and
-    each (id, value) (`_item`): any change of an id, a value or the order shows. `read_run` returns
-    the same hash of a Run read in its own order."""
-    h = SEED
+def fingerprint(td, seed):
+    """A polynomial hash from `seed` folding in, in iteration order, every query id (`id_hash`) and
+    its size, and each (id, value) (`_item`): any change of an id, a value or the order shows (but
+    for a chance of about 2^-40, and ids cannot be built to collide without the seed). `read_run`
+    returns the same hash of a Run read in its own order."""
+    h = seed
     bits = np.empty(1, np.float64)
     as_int = bits.view(np.uint64)
     for qid, inner in td.items():
-        h = fold(fold(h, id_hash(qid, 0, len(qid))), np.uint64(len(inner)))
+        h = fold(fold(h, id_hash(qid, 0, len(qid), seed)), np.uint64(len(inner)))
         for key, value in inner.items():
-            h = fold(h, _item(id_hash(key, 0, len(key)), value, bits, as_int))
+            h = fold(h, _item(id_hash(key, 0, len(key), seed), value, bits, as_int))
     return h
 
 

@@ -30,6 +30,8 @@ numba cache costs (the first evaluate) is kept down by the layout: the stages
 called only from other kernels get no Python wrapper (`tieaware.kernels.INNER`), `query_groups`
 is inlined into its two callers, and `scratch` is plain numpy.
 """
+import secrets
+
 import numpy as np
 from numba import njit, types
 from numba.cpython.charseq import unicode_charseq_get_code
@@ -38,7 +40,9 @@ from numba.extending import overload
 
 from . import INNER
 
-SEED = np.uint64(0xCBF29CE484222325)  # FNV-1a's offset basis
+# the id hashes' seed, drawn per process so that ids cannot be built in advance to collide in the
+# cache check; kernels take it as an argument (numba would freeze a global into its disk cache)
+SEED = np.uint64(secrets.randbits(64))
 _ODD = np.uint64(0x100000001B3)  # FNV's prime: the fingerprint's polynomial base
 _MIX = np.uint64(0xFF51AFD7ED558CCD)  # murmur3's fmix64 multipliers
 _MIX2 = np.uint64(0xC4CEB9FE1A85EC53)
@@ -80,12 +84,13 @@ def mix64(x):
 
 
 @njit(cache=True, inline="always")
-def id_hash(text, lo, hi):
-    """Hash of code points lo..hi-1 of `text` (`code_at`): three 21-bit code points per 64-bit word,
-    each word xor-multiplied in and its high bits folded down (a multiply only carries differences
-    upwards), then `mix64`. Not keyed: ids built to collide could, so callers confirm matches
-    (`compare_ids`) or, in the cache check, accept that only deliberate collisions get through."""
-    h = SEED ^ np.uint64(hi - lo)
+def id_hash(text, lo, hi, seed):
+    """Hash of code points lo..hi-1 of `text` (`code_at`) from a `seed`: three 21-bit code points
+    per 64-bit word, each word xor-multiplied in and its high bits folded down (a multiply only
+    carries differences upwards), then `mix64`. Readers pass a seed drawn per process
+    (`tieaware.ranked_lists`), so ids cannot be built in advance to collide; matches in the judged
+    table are confirmed by `compare_ids` all the same."""
+    h = seed ^ np.uint64(hi - lo)
     c = lo
     while c < hi:
         word = np.uint64(code_at(text, c))
@@ -224,7 +229,7 @@ def scratch(max_docs: int, max_judged: int) -> tuple:
 
 
 @njit(**INNER)
-def _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_hash, key_doc):
+def _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_hash, key_doc, seed):
     """key_doc[a]: the retrieved document whose id is judged id a, or -1; returns how many were found.
 
     Judged ids go into an open-addressing table at most 1/8 full, so a document not judged (the
@@ -238,7 +243,7 @@ def _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_h
     for slot in range(mask + 1):
         table[slot] = -1
     for a in range(m):
-        key_hash[a] = id_hash(jcodes, j_lo[a], j_hi[a])
+        key_hash[a] = id_hash(jcodes, j_lo[a], j_hi[a], seed)
         slot = np.int64((key_hash[a] * FIBONACCI) >> shift)
         while table[slot] >= 0:
             slot = (slot + 1) & mask
@@ -371,12 +376,12 @@ def _rank_in_groups(n_in, g, codes, id_lo, id_hi, doc_key, work, out, m0):
 
 
 @njit(cache=True, inline="always")
-def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j_hi, j_grade, work, out, m0):
+def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j_hi, j_grade, work, out, m0, seed):
     """The judged groups of one query, written to `out` from member/slot index m0.
 
     Args:
         scores, id_lo, id_hi, doc_hash, doc_key: (n,) per retrieved document, in input order: score,
-            its id as codes[id_lo:id_hi], its `id_hash` and `id_key`.
+            its id as codes[id_lo:id_hi], its `id_hash` (from `seed`) and `id_key`.
         jcodes, j_lo, j_hi, j_grade: (m,) per judged document: id jcodes[j_lo:j_hi], judgment.
         work: `scratch` arrays for at least n documents and m judgments.
         out: (mem_rel, mem_index, mem_input_rank, mem_trec_rank, grp_above, grp_size, grp_mem_start,
@@ -397,7 +402,7 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
             return 0, 0, i
     if scores.shape[0] == 0 or j_lo.shape[0] == 0:
         return 0, 0, -1
-    found = _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_hash, key_doc)
+    found = _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_hash, key_doc, seed)
     if found == 0:
         return 0, 0, -1
     g = _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key, work, out, m0)
@@ -410,13 +415,14 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
 
 @njit(cache=True)
 def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, qrel_offsets, jcodes, j_lo, j_hi, j_grade, q0, work,
-               out, n_members, n_groups, first_nan, cursor):
+               out, n_members, n_groups, first_nan, cursor, seed):
     """`query_groups` for queries q0, q0+1, ... of one chunk (documents CSR by doc_offsets, ids in codes);
-    judgments CSR by qrel_offsets over all queries. Members go from `cursor` on; returns the next cursor."""
+    judgments CSR by qrel_offsets over all queries; ids hashed from `seed`. Members go from `cursor` on;
+    returns the next cursor."""
     doc_hash = np.empty(scores.shape[0], np.uint64)
     doc_key = np.empty(scores.shape[0], np.uint64)
     for i in range(scores.shape[0]):
-        doc_hash[i] = id_hash(codes, id_lo[i], id_hi[i])
+        doc_hash[i] = id_hash(codes, id_lo[i], id_hi[i], seed)
         doc_key[i] = id_key(codes, id_lo[i], id_hi[i])
     for local in range(doc_offsets.shape[0] - 1):
         q = q0 + local
@@ -424,7 +430,7 @@ def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, qrel_offsets, jcodes, j
         a, b = qrel_offsets[q], qrel_offsets[q + 1]
         members, groups, nan_at = query_groups(scores[lo:hi], codes, id_lo[lo:hi], id_hi[lo:hi], doc_hash[lo:hi],
                                                doc_key[lo:hi], jcodes, j_lo[a:b], j_hi[a:b], j_grade[a:b], work,
-                                               out, cursor)
+                                               out, cursor, seed)
         n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
         cursor += members
     return cursor
