@@ -122,7 +122,7 @@ def read_run(run_td, query_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_gra
     bits = np.empty(1, np.float64)
     as_int = bits.view(np.uint64)
     h = seed
-    cursor = np.int64(0)  # typed, not a literal: the group stages compile once for any start
+    cursor = np.int64(0)  # typed, not a literal (`tieaware.kernels.INNER`): the stages compile once
     for q in range(len(query_ids)):
         qid = query_ids[q]
         n_members[q], n_groups[q], first_nan[q] = 0, 0, -1
@@ -161,7 +161,7 @@ def read_run(run_td, query_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_gra
 def fingerprint(td, seed):
     """A polynomial hash from `seed` folding in, in iteration order, every query id (`id_hash`) and
     its size, and each (id, value) (`_item`): any change of an id, a value or the order shows (but
-    for a chance of about 2^-40, and ids cannot be built to collide without the seed). `read_run`
+    for a 64-bit hash's chance; ids cannot be built to collide without the seed). `read_run`
     returns the same hash of a Run read in its own order."""
     h = seed
     bits = np.empty(1, np.float64)

@@ -87,9 +87,9 @@ def mix64(x):
 def id_hash(text, lo, hi, seed):
     """Hash of code points lo..hi-1 of `text` (`code_at`) from a `seed`: three 21-bit code points
     per 64-bit word, each word xor-multiplied in and its high bits folded down (a multiply only
-    carries differences upwards), then `mix64`. Readers pass a seed drawn per process
-    (`tieaware.ranked_lists`), so ids cannot be built in advance to collide; matches in the judged
-    table are confirmed by `compare_ids` all the same."""
+    carries differences upwards), then `mix64`. Readers pass `SEED`, drawn per process, so ids
+    cannot be built in advance to collide; matches in the judged table are confirmed by
+    `compare_ids` all the same."""
     h = seed ^ np.uint64(hi - lo)
     c = lo
     while c < hi:
@@ -117,7 +117,7 @@ def id_key(text, lo, hi):
 @njit(cache=True, inline="always")
 def fold(h, x):
     """One step of a polynomial fingerprint: any change of one folded value changes the result, and
-    with `mix64`-ed values two values trading places does too (but for a 2^-40-ish chance)."""
+    with `mix64`-ed values two values trading places almost surely does too."""
     return h * _ODD + x
 
 
@@ -275,7 +275,7 @@ def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key
             grade[f] = j_grade[a]
             by_id[f] = f
             f += 1
-    # np.int64/np.bool_ make the flags typed values, not literals: one compiled sort serves both orders
+    # typed flags, not literals (`tieaware.kernels.INNER`): one compiled sort serves both orders
     _sort_members(by_id, np.int64(0), found, tmp, np.bool_(False), key_doc, grade, scores, doc_key, codes, id_lo, id_hi)
     for p in range(found):
         d = mem_doc[p] = key_doc[by_id[p]]
