@@ -1,9 +1,29 @@
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+def _numba_cache_per_xdist_worker() -> None:
+    """Give each pytest-xdist worker its own numba cache folder (NUMBA_CACHE_DIR, inherited by the
+    processes the tests start). ranx's kernels use numba's plain disk cache, whose index two
+    processes compiling different signatures at once can leave pointing one signature at the
+    other's machine code: in a CI run, ranx.evaluate on ranx objects then returned 0.0 for most
+    Cranfield queries. tieaware's own kernels are safe in a shared folder
+    (`tieaware.kernels.disk_cache`, tests/test_kernel_cache.py)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    base = os.environ.get("NUMBA_CACHE_DIR") or str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "numba")
+    os.environ["NUMBA_CACHE_DIR"] = str(Path(base) / worker)
+    if "numba.core.config" in sys.modules:  # numba read the variable at import: tell it too
+        sys.modules["numba.core.config"].CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
+
+
+_numba_cache_per_xdist_worker()
 
 DATA = Path(__file__).resolve().parent / "data"
 """Test-only peer files (trec_eval, ir_measures, ranx); see data/README.md. The Cranfield collection and

@@ -22,13 +22,14 @@ and compile once.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.typed import List
 
+from .kernels import kernel
 from .kernels.groups import code_at, fold, id_hash, id_key, mix64, query_groups
 
 
-@njit(cache=True)
+@kernel
 def run_sizes(run_td, query_ids):
     """(Q+1,) CSR offsets of the queries' inner dicts (0 for a query not in the dict); Run or Qrels."""
     offsets = np.zeros(len(query_ids) + 1, np.int64)
@@ -39,7 +40,7 @@ def run_sizes(run_td, query_ids):
     return offsets
 
 
-@njit(cache=True)
+@kernel
 def run_scores(run_td, query_ids, offsets):
     """Every value of a Run (scores) or Qrels (grades) for `query_ids`, in the dict's own order."""
     scores = np.empty(offsets[-1], np.float64)
@@ -52,7 +53,7 @@ def run_scores(run_td, query_ids, offsets):
     return scores
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _item(key_hash, value, bits, as_int):
     """What the fingerprint folds in for one (id, value): `mix64` of the id's hash xor the value's
     float64 bits. Mixed, since round values (integer grades, 0.5) differ only in a few high bits:
@@ -61,7 +62,7 @@ def _item(key_hash, value, bits, as_int):
     return mix64(key_hash ^ as_int[0])
 
 
-@njit(cache=True)
+@kernel
 def query_order(run_td, qrels_td, make_comparable):
     """The evaluated query ids, as `tieaware.ranked_lists` orders them: the Run's order; with
     ``make_comparable`` its queries that have qrels, then the qrels' queries it lacks."""
@@ -76,7 +77,7 @@ def query_order(run_td, qrels_td, make_comparable):
     return out
 
 
-@njit(cache=True)
+@kernel
 def qrels_arrays(qrels_td, query_ids):
     """Judgments of `query_ids` (CSR offsets (Q+1,)), their ids as code points codes[lo:hi], and grades."""
     offsets = run_sizes(qrels_td, query_ids)
@@ -104,7 +105,7 @@ def qrels_arrays(qrels_td, query_ids):
     return offsets, codes, lo, hi, grades
 
 
-@njit(cache=True)
+@kernel
 def read_run(run_td, query_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_grade, work, out, n_members, n_groups,
              first_nan, seed):
     """Fill the judged groups of every query (`kernels.groups.query_groups`, members written in query
@@ -157,7 +158,7 @@ def read_run(run_td, query_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_gra
     return h
 
 
-@njit(cache=True)
+@kernel
 def fingerprint(td, seed):
     """A polynomial hash from `seed` folding in, in iteration order, every query id (`id_hash`) and
     its size, and each (id, value) (`_item`): any change of an id, a value or the order shows (but
@@ -173,7 +174,7 @@ def fingerprint(td, seed):
     return h
 
 
-@njit(cache=True)
+@kernel
 def doc_id(run_td, qid, index):
     """The id of the index-th document of a query, for error messages."""
     i = 0

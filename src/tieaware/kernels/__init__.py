@@ -1,8 +1,12 @@
 """numba kernels: `groups` reads runs into judged tie groups, `families` computes the metrics,
-`tiebreak` gives the tie orders of other tools, `census` counts ties."""
+`tiebreak` gives the tie orders of other tools, `census` counts ties. Every kernel is compiled
+by `kernel` (``numba.njit`` with the process-safe disk cache of `disk_cache`)."""
+from .disk_cache import kernel
 
 # Flags of a kernel called only from other kernels: numba then builds no Python or C wrapper for
 # it (about 0.15 s of compiling each, paid by every user's first evaluate with an empty cache).
 # Constants passed to such a kernel are wrapped (np.int64(0), np.bool_(True)): numba types a bare
 # constant as a literal and compiles one more specialisation for it.
-INNER = {"cache": True, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+INNER = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+
+__all__ = ["INNER", "kernel"]

@@ -1,9 +1,10 @@
 """Tie census of a run: how many distinct scores the top k holds (paper, Appendix C)."""
 import numpy as np
-from numba import njit
+
+from . import kernel
 
 
-@njit(cache=True)
+@kernel
 def _census_sorted(offsets, ranked, ks, out):
     """Fill out (Q, len(ks), 4) from each query's scores sorted descending (ranked, CSR by offsets)."""
     for q in range(offsets.shape[0] - 1):

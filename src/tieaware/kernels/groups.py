@@ -24,7 +24,7 @@ searched by bisection). Cost O(n + m log m) per query for n retrieved documents
 `tieaware.ranx_reader` over ranx's typed dicts. Both fill the same outputs, so
 group slots of query q start at its first judged member's index.
 
-Kernels are ``@njit(cache=True)`` on int64/uint32/float64 arrays, single-threaded
+Kernels (`tieaware.kernels.kernel`) take int64/uint32/float64 arrays, are single-threaded
 (no numba threading layer), and allocate only per-query scratch. What an empty
 numba cache costs (the first evaluate) is kept down by the layout: the stages
 called only from other kernels get no Python wrapper (`tieaware.kernels.INNER`), `query_groups`
@@ -33,12 +33,12 @@ is inlined into its two callers, and `scratch` is plain numpy.
 import secrets
 
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.cpython.charseq import unicode_charseq_get_code
 from numba.cpython.unicode import _get_code_point
 from numba.extending import overload
 
-from . import INNER
+from . import INNER, kernel
 
 # the id hashes' seed, drawn per process so that ids cannot be built in advance to collide in the
 # cache check; kernels take it as an argument (numba would freeze a global into its disk cache)
@@ -72,7 +72,7 @@ def _code_at_impl(text, index):
     return None
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def mix64(x):
     """murmur3's fmix64: a bijection of 64-bit words in which each input bit flips about half of the
     output bits (so values differing only in a few bits, such as round floats, hash far apart)."""
@@ -83,7 +83,7 @@ def mix64(x):
     return x ^ (x >> np.uint64(33))
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def id_hash(text, lo, hi, seed):
     """Hash of code points lo..hi-1 of `text` (`code_at`) from a `seed`: three 21-bit code points
     per 64-bit word, each word xor-multiplied in and its high bits folded down (a multiply only
@@ -104,7 +104,7 @@ def id_hash(text, lo, hi, seed):
     return mix64(h)
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def id_key(text, lo, hi):
     """The first three code points of id text[lo:hi], 21 bits each, first highest (0 past the end):
     two ids whose keys differ sort as their keys do; equal keys need `compare_ids`."""
@@ -114,14 +114,14 @@ def id_key(text, lo, hi):
     return key
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def fold(h, x):
     """One step of a polynomial fingerprint: any change of one folded value changes the result, and
     with `mix64`-ed values two values trading places almost surely does too."""
     return h * _ODD + x
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def compare_ids(a, a_lo, a_hi, b, b_lo, b_hi):
     """-1, 0 or 1 as id a[a_lo:a_hi] sorts before, equals or sorts after id b[b_lo:b_hi] (code points)."""
     for c in range(min(a_hi - a_lo, b_hi - b_lo)):
@@ -135,14 +135,14 @@ def compare_ids(a, a_lo, a_hi, b, b_lo, b_hi):
 
 
 # ------------------------------------------------------------------ one query
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _bucket(top, scale, n_buckets, s):
     """Bucket of score s among n_buckets equal slices of [bottom, top] (0: at or above top,
     n_buckets: at or below bottom); monotone in s, so judged scores in a lower bucket are above s."""
     return np.int64(min(max((top - s) * scale, 0.0), float(n_buckets)))
 
 
-@njit(**INNER)
+@kernel(**INNER)
 def _bucket_starts(distinct, g, bucket_start):
     """Fill bucket_start[k] (k = 0..K+1) with how many of the g distinct judged scores (descending)
     fall in a bucket before k, for K = 8g buckets; returns (top, scale, K), K = 0 when the scores
@@ -161,7 +161,7 @@ def _bucket_starts(distinct, g, bucket_start):
     return distinct[0], scale, n_buckets
 
 
-@njit(**INNER)
+@kernel(**INNER)
 def _first_at_or_below(distinct, lo, hi, s):
     """Binary search: the first b in [lo, hi) with distinct[b] <= s (distinct descending there), else hi."""
     while lo < hi:
@@ -173,7 +173,7 @@ def _first_at_or_below(distinct, lo, hi, s):
     return lo
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _before(by_id, x, y, docs, grades, scores, doc_key, codes, id_lo, id_hi):
     """Whether member x sorts before member y: by document id ascending (``by_id``), else best-first
     (score descending, judgment descending, input order)."""
@@ -189,7 +189,7 @@ def _before(by_id, x, y, docs, grades, scores, doc_key, codes, id_lo, id_hi):
     return a < b
 
 
-@njit(**INNER)
+@kernel(**INNER)
 def _sort_members(perm, lo, hi, tmp, by_id, docs, grades, scores, doc_key, codes, id_lo, id_hi):
     """Sort perm[lo:hi] (member indices) by `_before`: bottom-up merge sort, O(m log m) comparisons
     and no allocation for m members."""
@@ -228,7 +228,7 @@ def scratch(max_docs: int, max_judged: int) -> tuple:
             np.empty(max_docs, np.int64), np.empty(max_docs, np.int64), np.empty(m, np.float64))
 
 
-@njit(**INNER)
+@kernel(**INNER)
 def _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_hash, key_doc, seed):
     """key_doc[a]: the retrieved document whose id is judged id a, or -1; returns how many were found.
 
@@ -262,7 +262,7 @@ def _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_h
     return found
 
 
-@njit(**INNER)
+@kernel(**INNER)
 def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key, work, out, m0):
     """Write the found members best-first (score descending, judgment descending, input order) and their
     groups from index m0; each group's members also by id ascending (``by_id``). Returns the groups."""
@@ -306,7 +306,7 @@ def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key
     return g
 
 
-@njit(**INNER)
+@kernel(**INNER)
 def _place_scores(scores, distinct, g, bucket_start, gaps, in_group, in_slot):
     """Every document's group b (the first judged score <= its score) through equal-width buckets of
     scores: no branch on the data except in a bucket holding several judged scores. gaps[2b] counts
@@ -334,7 +334,7 @@ def _place_scores(scores, distinct, g, bucket_start, gaps, in_group, in_slot):
     return n_in
 
 
-@njit(**INNER)
+@kernel(**INNER)
 def _rank_in_groups(n_in, g, codes, id_lo, id_hi, doc_key, work, out, m0):
     """For the documents in groups (`_place_scores`): groups' sizes, members' input ranks and, from
     id comparisons, their trec_eval ranks; then the documents above each group."""
@@ -375,7 +375,7 @@ def _rank_in_groups(n_in, g, codes, id_lo, id_hi, doc_key, work, out, m0):
             mem_trec_rank[m0 + by_id[t]] = greater
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j_hi, j_grade, work, out, m0, seed):
     """The judged groups of one query, written to `out` from member/slot index m0.
 
@@ -413,7 +413,7 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
     return found, g, -1
 
 
-@njit(cache=True)
+@kernel
 def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, qrel_offsets, jcodes, j_lo, j_hi, j_grade, q0, work,
                out, n_members, n_groups, first_nan, cursor, seed):
     """`query_groups` for queries q0, q0+1, ... of one chunk (documents CSR by doc_offsets, ids in codes);

@@ -12,11 +12,11 @@ the same value. Tool orders reproduced here (docs/formulas.md, "Oblivious value 
 * trec_eval: score descending, then document id descending (``strcmp``); its ranks
   come from `groups.query_groups`, which compares ids while it builds the groups.
 
-`ranx_ranks` is a single-threaded ``@njit(cache=True)`` kernel; `ambiguous_groups` is numpy.
+`ranx_ranks` is a single-threaded numba kernel (`tieaware.kernels.kernel`); `ambiguous_groups` is numpy.
 """
 import numpy as np
-from numba import njit
 
+from . import kernel
 from .groups import group_slots
 
 RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED = 0, 1
@@ -36,7 +36,7 @@ def ambiguous_groups(n_groups, mem_offsets, grp_size, grp_mem_start, grp_mem_end
     return out
 
 
-@njit(cache=True)
+@kernel
 def ranx_ranks(offsets, scores, n_groups, mem_offsets, grp_above, grp_mem_start, grp_mem_end, mem_index,
                ambiguous, mode, tool_rank):
     """Fill tool_rank (rank inside the group) with ranx's order, for queries with an ambiguous group."""

@@ -20,7 +20,7 @@ Each module holds the closed forms, a line or two of derivation, references, and
 one jitted kernel: a single pass over the judged tie groups giving E and Var; the
 extremes and the oblivious value are the same kernel run on tie-free orderings
 (`common`). A call compiles only the kernels of the families it asks for; each is
-``@njit(cache=True)`` with fixed argument types (int64 / float64 arrays), so the
+a `tieaware.kernels.kernel` with fixed argument types (int64 / float64 arrays), so the
 compiled code is written once to numba's cache and loaded by later processes.
 Formulas with derivations: `docs/formulas.md`.
 """

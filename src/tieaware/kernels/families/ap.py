@@ -22,13 +22,12 @@ References:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from .. import INNER
+from .. import INNER, kernel
 from .common import Judged, Params, all_orders, count_relevant, gains, inverse, scaled, top_slots
 
 
-@njit(**INNER)
+@kernel(**INNER)
 def _group_moments(c, g, r, t, rel_above, work):
     """First two moments of one group's AP numerator sum_{relevant slot u < t} prec@(c + u + 1).
 
@@ -68,7 +67,7 @@ def _group_moments(c, g, r, t, rel_above, work):
     return first, second
 
 
-@njit(cache=True)
+@kernel
 def ap_moments(count, offsets, above, size, end, relevant, cutoff, work, out):
     """out[q] = (E, Var) of the AP@k numerator (AP times R) of every query q; arguments as
     `hits.hits_moments`; work: scratch (3, >= judged members of the largest group + 2)."""

@@ -21,13 +21,12 @@ References:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from .. import INNER
+from .. import INNER, kernel
 from .common import Judged, Params, all_orders, inverse, scaled
 
 
-@njit(**INNER)
+@kernel(**INNER)
 def _f(nonrel_above, n_rel, n_nonrel):
     """trec_eval's bpref term: 1 - min(m, R) / min(N, R); 1 when min(N, R) = 0."""
     denom = min(n_nonrel, n_rel)
@@ -36,7 +35,7 @@ def _f(nonrel_above, n_rel, n_nonrel):
     return 1.0 - min(nonrel_above, n_rel) / denom
 
 
-@njit(**INNER)
+@kernel(**INNER)
 def _group_moments(r, s, nonrel_above, n_rel, n_nonrel, work):
     """First two moments of one group's bpref numerator: r relevant and s judged
     non-relevant in uniformly random relative order; placing a relevant after b
@@ -80,7 +79,7 @@ def _group_moments(r, s, nonrel_above, n_rel, n_nonrel, work):
     return first, second
 
 
-@njit(**INNER)
+@kernel(**INNER)
 def _judged_counts(rel, start, stop, level):
     """(relevant, judged non-relevant) among members start..stop-1: rel >= level, 0 <= rel < level."""
     r = 0
@@ -93,7 +92,7 @@ def _judged_counts(rel, start, stop, level):
     return r, s
 
 
-@njit(cache=True)
+@kernel
 def bpref_moments(count, offsets, above, size, end, rel, level, n_rel, n_nonrel, work, out):
     """out[q] = (E, Var) of the bpref numerator (bpref times R) of every query q.
 

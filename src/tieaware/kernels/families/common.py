@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
-from .. import INNER
+from .. import INNER, kernel
 from ..groups import group_slots
 
 BINARY, LINEAR, EXP = "binary", "linear", "exp"
@@ -162,13 +161,13 @@ class Judged:
         return self._per_query((self.qrel_rel >= 0.0) & (self.qrel_rel < level))
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def top_slots(cutoff, above, size):
     """A group's t_n: how many of its `size` slots, below `above` documents, fall in the top `cutoff`."""
     return min(max(cutoff - above, 0), size)
 
 
-@njit(**INNER)
+@kernel(**INNER)
 def count_relevant(relevant, start, stop):
     """Members start..stop-1 with a non-zero relevance flag (a group's r_n)."""
     r = 0

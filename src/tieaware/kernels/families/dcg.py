@@ -29,12 +29,12 @@ References:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from .. import kernel
 from .common import Judged, Params, all_orders, gains, inverse, scaled, top_slots
 
 
-@njit(cache=True)
+@kernel
 def weighted_moments(count, offsets, above, size, end, gain, cutoff, weight, weight_cum, weight2_cum, out):
     """out[q] = (E, Var) of sum over ranks j <= cutoff[q] of weight[j] * gain at j, for every query q.
 

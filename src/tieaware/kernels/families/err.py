@@ -35,17 +35,16 @@ References:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from ...errors import QueryValueError
-from .. import INNER
+from .. import INNER, kernel
 from .common import Judged, Params, all_orders, top_slots
 
 #: gdeval's MAX_JUDGMENT: the top grade, R = (2^grade - 1) / 2^MAX_GRADE.
 MAX_GRADE = 4
 
 
-@njit(**INNER)
+@kernel(**INNER)
 def group_moments(values, start, stop, g, c, t):
     """(E[X], E[X^2]) of X = sum_{u < t} values_pi(u) / (c + u + 1) prod_{v < u} (1 - values_pi(v)) over
     the uniform orderings pi of a group of g documents: members start..stop-1 of `values` (sorted
@@ -111,7 +110,7 @@ def group_moments(values, start, stop, g, c, t):
     return first.sum(), second.sum()
 
 
-@njit(cache=True)
+@kernel
 def err_moments(count, offsets, above, size, end, value, cutoff, out):
     """out[q] = (E[ERR@k], Var) of every query q; groups as `common.Groups`, value (M,) each judged
     member's R (best-first within groups)."""

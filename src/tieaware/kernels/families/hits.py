@@ -21,12 +21,12 @@ References:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from .. import kernel
 from .common import Judged, Params, all_orders, count_relevant, gains, inverse, scaled, top_slots
 
 
-@njit(cache=True)
+@kernel
 def hits_moments(count, offsets, above, size, end, relevant, cutoff, out):
     """out[q] = (E[H], Var[H]) of every query q; relevant: 1.0 per relevant judged member, else 0.0.
 

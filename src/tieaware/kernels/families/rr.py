@@ -23,12 +23,12 @@ References:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from .. import kernel
 from .common import Judged, Params, all_orders, count_relevant, gains, top_slots
 
 
-@njit(cache=True)
+@kernel
 def rr_moments(count, offsets, above, size, end, relevant, cutoff, out):
     """out[q] = (E[RR@k], Var) of every query q; arguments as `hits.hits_moments`."""
     for q in range(count.shape[0]):

@@ -1,0 +1,158 @@
+"""tieaware's disk cache of compiled kernels (`tieaware.kernels.disk_cache`): a cache file never
+serves one signature's machine code for another, even when processes compile at the same time."""
+import json
+import os
+import pkgutil
+import subprocess
+import sys
+import textwrap
+import time
+from importlib import import_module
+
+import pytest
+from numba.core.dispatcher import Dispatcher
+
+from tieaware.kernels.disk_cache import VerifiedCacheFile, VerifiedFunctionCache, kernel
+
+
+def _all_dispatchers():
+    modules = [import_module("tieaware.ranx_reader")]
+    kernels = import_module("tieaware.kernels")
+    modules += [import_module(info.name) for info in pkgutil.walk_packages(kernels.__path__, "tieaware.kernels.")]
+    return [(module.__name__, name, obj) for module in modules for name, obj in vars(module).items()
+            if isinstance(obj, Dispatcher) and obj.py_func.__module__ == module.__name__]
+
+
+def test_every_kernel_uses_the_verified_cache():
+    found = _all_dispatchers()
+    assert len(found) > 30
+    plain = [f"{module}.{name}" for module, name, d in found if not isinstance(d._cache, VerifiedFunctionCache)]
+    assert plain == []
+
+
+def _cache_file(tmp_path, stamp=(1.0, 10)):
+    return VerifiedCacheFile(cache_path=str(tmp_path), filename_base="f-1.py311", source_stamp=stamp)
+
+
+def test_two_keys_never_share_a_data_file(tmp_path):
+    cache = _cache_file(tmp_path)
+    cache.save(("sig a", "cpu"), "code of a")
+    cache.save(("sig b", "cpu"), "code of b")
+    assert cache.load(("sig a", "cpu")) == "code of a"
+    assert cache.load(("sig b", "cpu")) == "code of b"
+    assert len(list(tmp_path.glob("*.nbc"))) == 2
+    cache.save(("sig a", "cpu"), "code of a, again")  # the same key overwrites its own file
+    assert len(list(tmp_path.glob("*.nbc"))) == 2 and cache.load(("sig a", "cpu")) == "code of a, again"
+
+
+def test_an_index_pointing_at_another_keys_file_is_a_miss(tmp_path):
+    """What numba's own race leaves behind (an index entry naming the data file of another signature)
+    is read as a cache miss, so the kernel compiles instead of running foreign machine code."""
+    cache = _cache_file(tmp_path)
+    cache.save(("sig a", "cpu"), "code of a")
+    index = cache._load_index()
+    index[("sig b", "cpu")] = index[("sig a", "cpu")]
+    cache._save_index(index)
+    assert cache.load(("sig b", "cpu")) is None
+    assert cache.load(("sig a", "cpu")) == "code of a"
+
+
+def test_numba_format_files_and_stale_indexes_are_misses(tmp_path):
+    cache = _cache_file(tmp_path)
+    cache.save(("sig a", "cpu"), "code of a")
+    name = cache._load_index()[("sig a", "cpu")]
+    cache._save_data(name, ("numba's own payload", 1, 2))  # a file written by plain numba
+    assert cache.load(("sig a", "cpu")) is None
+    (tmp_path / name).write_bytes(b"truncated")
+    assert cache.load(("sig a", "cpu")) is None
+    cache.save(("sig a", "cpu"), "code of a")
+    assert _cache_file(tmp_path, stamp=(2.0, 10)).load(("sig a", "cpu")) is None  # source changed
+
+
+def test_index_writes_from_two_cache_objects_keep_both_entries(tmp_path):
+    """Two processes' cache objects each re-read the index before writing it: no entry is lost."""
+    first, second = _cache_file(tmp_path), _cache_file(tmp_path)
+    first.save(("sig a", "cpu"), "code of a")
+    second.save(("sig b", "cpu"), "code of b")
+    assert set(_cache_file(tmp_path)._load_index()) == {("sig a", "cpu"), ("sig b", "cpu")}
+
+
+def test_kernel_decorator_compiles_caches_and_loads(tmp_path, monkeypatch):
+    source = tmp_path / "toy_kernels.py"
+    source.write_text(textwrap.dedent("""
+        from tieaware.kernels import kernel
+
+        @kernel
+        def width(a):
+            return len(a[0]) * 1000 + a.itemsize
+
+        @kernel(inline="always")
+        def twice(x):
+            return 2 * x
+    """))
+    code = ("import json, numpy as np, toy_kernels as t\n"
+            "out = [int(t.width(np.array(['x' * w], dtype=f'<U{w}'))) for w in (1, 2, 3)] + [t.twice(4)]\n"
+            "hits = sum(t.width.stats.cache_hits.values())\n"
+            "print(json.dumps([out, hits]))")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+            for _ in range(2)]
+    for done in runs:
+        assert done.returncode == 0, done.stderr[-3000:]
+    (first, first_hits), (second, second_hits) = (json.loads(r.stdout.splitlines()[-1]) for r in runs)
+    assert first == second == [1004, 2008, 3012, 8]
+    assert (first_hits, second_hits) == (0, 3)
+    assert kernel(lambda x: x + 1)(1) == 2
+
+
+# Each process evaluates ranx objects whose doc ids have their own width, so the typed-dict readers
+# compile one signature each into the same empty cache at the same moment; then one more process
+# loads them all and must give, query by query, the numbers of the dict reader.
+_CHILD = textwrap.dedent("""
+    import json, sys, time
+    import numpy as np, ranx, tieaware
+
+    def data(width, n_queries=30, n_docs=60):
+        rng = np.random.default_rng(width)
+        pad = "x" * (width - 3)
+        run = {f"q{q}": {f"{pad}{i:03d}": float(np.round(rng.normal(), 1)) for i in range(n_docs)}
+               for q in range(n_queries)}
+        qrels = {q: {d: int(rng.integers(0, 3)) for d in docs if rng.random() < 0.3} | {"never": 1}
+                 for q, docs in run.items()}
+        return qrels, run
+
+    METRICS = ["ndcg@10", "map@100", "mrr@10"]
+    widths, start = json.loads(sys.argv[1]), float(sys.argv[2])
+    while time.time() < start:
+        pass
+    out = {}
+    for width in widths:
+        qrels, run = data(width)
+        got = tieaware.evaluate(ranx.Qrels(qrels), ranx.Run(run), METRICS)
+        want = tieaware.evaluate(qrels, run, METRICS)
+        out[width] = max(float(np.max(np.abs((got[m].per_query - want[m].per_query).to_numpy())))
+                         for m in METRICS)
+    from tieaware import ranx_reader
+    print(json.dumps([out, sum(ranx_reader.read_run.stats.cache_misses.values())]))
+""")
+
+
+@pytest.mark.slow
+def test_concurrent_cold_compiles_then_loads_give_the_dict_readers_numbers(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    widths = [5, 6, 7, 8]
+    start = time.time() + 8  # every child has imported tieaware and ranx by then
+    children = [subprocess.Popen([sys.executable, "-c", _CHILD, json.dumps([w]), str(start)], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in widths]
+    for child in children:
+        out, err = child.communicate(timeout=600)
+        assert child.returncode == 0, err[-3000:]
+        differences, _ = json.loads(out.splitlines()[-1])
+        assert max(differences.values()) == 0.0
+    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(widths), "0"], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    differences, compiled = json.loads(done.stdout.splitlines()[-1])
+    assert differences == {str(w): 0.0 for w in widths}
+    assert compiled == 0, "the last process compiled a reader the others had cached"
