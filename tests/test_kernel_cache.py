@@ -12,7 +12,7 @@ from importlib import import_module
 import pytest
 from numba.core.dispatcher import Dispatcher
 
-from tieaware.kernels.disk_cache import VerifiedCacheFile, VerifiedFunctionCache, kernel
+from tieaware.kernels.disk_cache import VerifiedCacheFile, VerifiedFunctionCache, kernel, kernel_sources_stamp
 
 
 def _all_dispatchers():
@@ -28,6 +28,18 @@ def test_every_kernel_uses_the_verified_cache():
     assert len(found) > 30
     plain = [f"{module}.{name}" for module, name, d in found if not isinstance(d._cache, VerifiedFunctionCache)]
     assert plain == []
+
+
+def test_a_kernel_cache_is_stamped_with_every_kernel_module():
+    """`ranx_reader.read_run` inlines `kernels.groups.query_groups`: an edit of groups.py (or an
+    update that changes it) must make its cached code stale, which numba's stamp of the function's
+    own file alone does not."""
+    from tieaware import ranx_reader
+
+    names = {name for name, _, _ in kernel_sources_stamp()}
+    assert {"groups.py", "disk_cache.py", os.path.join("families", "dcg.py")} <= names
+    cache = ranx_reader.read_run._cache
+    assert cache._cache_file._source_stamp == (cache._impl.locator.get_source_stamp(), kernel_sources_stamp())
 
 
 def _cache_file(tmp_path, stamp=(1.0, 10)):

@@ -506,6 +506,24 @@ def test_readers_equal_brute_force_on_random_tied_runs(data):
                        ranked_lists(qrels, {q: dict(ranx_run.run[q]) for q in ranx_run.run}))
 
 
+@pytest.mark.parametrize("n_docs", [31, 33, 64, 65, 200])
+def test_readers_equal_brute_force_beyond_one_insertion_run(n_docs):
+    """Queries judging more documents than `kernels.groups.RUN` (members sorted by insertion in runs
+    of 32, then merged), in a few large tie groups: best-first and id orders equal a brute-force reading."""
+    rng = np.random.default_rng(n_docs)
+    run, qrels = {}, {}
+    for q in range(3):
+        ids = [("".join(rng.choice(list("ab\u00e9\u20ac0"), rng.integers(1, 5)))) + str(i) for i in range(n_docs)]
+        rng.shuffle(ids)
+        run[f"q{q}"] = {d: float(rng.choice([0.25, 0.5, 0.75][: q + 1])) for d in ids}
+        qrels[f"q{q}"] = {d: int(rng.integers(-1, 4)) for d in ids if rng.random() < 0.8}
+    plain = ranked_lists(qrels, run)
+    assert _groups_of(plain) == _brute_force_groups(qrels, run)
+    ranx_run = ranx.Run(run)  # sorted by score: compared with a dict in its order
+    _assert_same_lists(ranked_lists(ranx.Qrels(qrels), ranx_run),
+                       ranked_lists(qrels, {q: dict(ranx_run.run[q]) for q in ranx_run.run}))
+
+
 def _unicode_keyed_run_with_empty(run: dict) -> ranx.Run:
     """`_unicode_keyed_run`, keeping empty queries (``add_score`` cannot add one)."""
     from numba import types

@@ -21,12 +21,20 @@ numba issue #10128 for the same race in gufuncs.
 * the index is re-read and written under an exclusive lock (``fcntl``, where the
   platform has it), so concurrent compiles do not drop each other's entries.
 
+numba also stamps a function's cache with its own source file only, while a kernel
+inlines kernels of other modules (`groups.query_groups` into `ranx_reader.read_run`):
+after an edit of, or an update to, those modules it would load the old machine code.
+`VerifiedFunctionCache` adds the size and time of every module of `tieaware.kernels`
+to the stamp.
+
 `kernel` is ``numba.njit`` with this cache; every tieaware kernel uses it.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+from pathlib import Path
 
 from numba import njit
 from numba.core.caching import FunctionCache, IndexDataCacheFile
@@ -81,13 +89,23 @@ class VerifiedCacheFile(IndexDataCacheFile):
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+@functools.lru_cache(maxsize=1)
+def kernel_sources_stamp() -> tuple:
+    """(path, mtime, size) of every module of `tieaware.kernels`, whose kernels others call or inline."""
+    root = Path(__file__).resolve().parent
+    return tuple(sorted((str(path.relative_to(root)), path.stat().st_mtime, path.stat().st_size)
+                        for path in root.rglob("*.py")))
+
+
 class VerifiedFunctionCache(FunctionCache):
-    """numba's cache of one function (locator, source stamp, statistics) over a `VerifiedCacheFile`."""
+    """numba's cache of one function (locator, statistics) over a `VerifiedCacheFile`, stamped with
+    its own source file and `kernel_sources_stamp`."""
 
     def __init__(self, py_func):
         super().__init__(py_func)
+        stamp = (self._impl.locator.get_source_stamp(), kernel_sources_stamp())
         self._cache_file = VerifiedCacheFile(cache_path=self._cache_path, filename_base=self._impl.filename_base,
-                                             source_stamp=self._impl.locator.get_source_stamp())
+                                             source_stamp=stamp)
 
 
 def kernel(function=None, **flags):

