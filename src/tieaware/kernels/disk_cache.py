@@ -93,8 +93,8 @@ class VerifiedCacheFile(IndexDataCacheFile):
 def kernel_sources_stamp() -> tuple:
     """(path, mtime, size) of every module of `tieaware.kernels`, whose kernels others call or inline."""
     root = Path(__file__).resolve().parent
-    return tuple(sorted((str(path.relative_to(root)), path.stat().st_mtime, path.stat().st_size)
-                        for path in root.rglob("*.py")))
+    stats = {str(path.relative_to(root)): path.stat() for path in root.rglob("*.py")}
+    return tuple(sorted((name, st.st_mtime, st.st_size) for name, st in stats.items()))
 
 
 class VerifiedFunctionCache(FunctionCache):
@@ -103,9 +103,9 @@ class VerifiedFunctionCache(FunctionCache):
 
     def __init__(self, py_func):
         super().__init__(py_func)
-        stamp = (self._impl.locator.get_source_stamp(), kernel_sources_stamp())
+        own = self._cache_file._source_stamp  # numba's stamp of the function's own file
         self._cache_file = VerifiedCacheFile(cache_path=self._cache_path, filename_base=self._impl.filename_base,
-                                             source_stamp=stamp)
+                                             source_stamp=(own, kernel_sources_stamp()))
 
 
 def kernel(function=None, **flags):
