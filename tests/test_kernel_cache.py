@@ -113,9 +113,16 @@ def test_kernel_decorator_compiles_caches_and_loads(tmp_path):
 # Each process evaluates ranx objects whose doc ids have their own width, so the typed-dict readers
 # compile one signature each into the same empty cache at the same moment; then one more process
 # loads them all and must give, query by query, the numbers of the dict reader.
+# ranx's own kernels (its Run/Qrels constructors also compile one signature per id width) keep
+# numba's plain cache, which has that race: they get a cache of their own in each process.
 _CHILD = textwrap.dedent("""
-    import json, sys, time
-    import numpy as np, ranx, tieaware
+    import json, sys, tempfile, time
+    import numba
+    shared = numba.config.CACHE_DIR
+    numba.config.CACHE_DIR = tempfile.mkdtemp()
+    import ranx
+    numba.config.CACHE_DIR = shared
+    import numpy as np, tieaware
 
     def data(width, n_queries=30, n_docs=60):
         rng = np.random.default_rng(width)

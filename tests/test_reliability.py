@@ -547,6 +547,76 @@ def test_dict_reader_reads_in_chunks_as_in_one_piece(monkeypatch):
     _assert_same_lists(ranked_lists(qrels, run), whole)
 
 
+def _tied_pair(seed: int) -> tuple[dict, dict]:
+    """40 queries of 0-29 documents on three scores, about half judged, a judged document never
+    retrieved in each; an empty query; one query with nothing judged retrieved."""
+    rng = np.random.default_rng(seed)
+    run = {f"q{q}": {f"d{d}é": float(rng.choice([0.25, 0.5, 0.75])) for d in range(rng.integers(0, 30))}
+           for q in range(40)}
+    qrels = {q: {d: int(rng.integers(0, 3)) for d in docs if rng.random() < 0.5} | {"never": 1}
+             for q, docs in run.items()}
+    run["q0"] = {}
+    qrels["q1"] = {"never": 1}
+    return qrels, run
+
+
+@pytest.mark.parametrize("make_comparable", [False, True])
+def test_readers_on_threads_equal_one_thread(monkeypatch, make_comparable):
+    """Ranges of queries read on threads (`tieaware.threads`, forced here on small data: 3 threads,
+    ranges from one document, dict chunks of 40 documents) give the arrays one thread gives, from
+    ranx objects and from dicts, and the Run's fingerprint (`ranx_reader.joined` parts) too."""
+    from tieaware import ranked_lists as module
+    from tieaware import ranx_reader, threads
+    from tieaware.kernels.groups import SEED
+
+    qrels, run = _tied_pair(11)
+    if make_comparable:
+        qrels["only_in_qrels"] = {"d1": 1}
+        run["only_in_run"] = {"d1": 0.5}
+
+    def read_all():  # new ranx objects each time: a converted Run is cached
+        ranx_run = _unicode_keyed_run_with_empty(run)
+        typed = ranked_lists(ranx.Qrels(qrels), ranx_run, make_comparable)
+        return typed, ranked_lists(qrels, run, make_comparable), ranx_reader.fingerprint(ranx_run.run, SEED)
+
+    with threads.limited(1):
+        one = read_all()
+    monkeypatch.setattr(threads, "MIN_DOCS_PER_THREAD", 1)
+    monkeypatch.setattr(threads, "n_threads", lambda: 3)
+    monkeypatch.setattr(module, "CHUNK_DOCS", 40)
+    assert len(threads.query_ranges(np.cumsum([0] + [len(docs) for docs in run.values()]))) == 3
+    many = read_all()
+    _assert_same_lists(many[0], one[0])
+    _assert_same_lists(many[1], one[1])
+    assert many[2] == one[2]
+    if not make_comparable:
+        assert many[0].run_fingerprint == one[0].run_fingerprint == one[2]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.integers(0, 50), max_size=30), parts=st.integers(1, 5))
+def test_query_ranges_cover_every_query_once_in_balanced_ranges(monkeypatch, sizes, parts):
+    from tieaware import threads
+
+    monkeypatch.setattr(threads, "MIN_DOCS_PER_THREAD", 1)
+    offsets = np.cumsum([0, *sizes])
+    ranges = threads.query_ranges(offsets, parts)
+    assert 1 <= len(ranges) <= max(1, parts)
+    bounds = [b for lo_hi in ranges for b in lo_hi]
+    assert bounds[0] == 0 and bounds[-1] == len(sizes)
+    assert all(lo < hi for lo, hi in ranges) or not sizes
+    assert bounds[1:-1:2] == bounds[2:-1:2]  # contiguous
+    for lo, hi in ranges:
+        assert offsets[hi] - offsets[lo] <= offsets[-1] / len(ranges) + max(sizes, default=0)
+
+
+def test_threads_must_be_a_count():
+    with pytest.raises(InputError, match="threads must be an integer >= 0"):
+        tieaware.evaluate(QRELS, RUN, "mrr", threads=-1)
+    one, all_cpus = (tieaware.evaluate(QRELS, RUN, "mrr", threads=t) for t in (1, 0))
+    assert float(one) == float(all_cpus)
+
+
 def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers():
     """numba specialises on a Run's doc-id width: only `ranx_reader`'s loops compile again, never
     the group or metric kernels (they take plain arrays)."""

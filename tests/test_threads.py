@@ -52,18 +52,24 @@ def _run_python(code: str, env: dict | None = None, timeout: int = 600) -> subpr
 
 def test_threads_after_importing_ranx_match_sequential_calls():
     """ranx sets numba's threading layer to workqueue, which aborts the process when parallel kernels
-    are entered from two threads; tieaware's kernels are not parallel, so 4 threads x 50 calls
-    give exactly the sequential results. In a subprocess, so that an abort cannot take pytest with it."""
+    are entered from two threads; tieaware runs its kernels on plain Python threads, never in numba's
+    layer, so 4 threads x 50 calls, each reading its run on 4 threads (dicts: chunks of 500 documents
+    read while the next is built; ranx objects: ranges of queries), give exactly the sequential
+    results, one thread each (ranx objects order queries by id: rows compared by query id). In a
+    subprocess, so that an abort cannot take pytest with it."""
     code = DATA_SOURCE + textwrap.dedent(f"""
         import threading
-        import ranx  # noqa: F401  (sets numba.config.THREADING_LAYER = "workqueue")
+        import ranx  # (sets numba.config.THREADING_LAYER = "workqueue")
         import numpy as np
         import tieaware
+        from tieaware import ranked_lists, threads
 
+        threads.MIN_DOCS_PER_THREAD, ranked_lists.CHUNK_DOCS = 1, 500
+        threads.n_threads = lambda: 4
         METRICS, ORDERS = {METRICS!r}, {ORDERS!r}
         qrels, run = tied_data()
-        expected = {{order: {{name: r.per_query.to_numpy()
-                             for name, r in tieaware.evaluate(qrels, run, METRICS, oblivious=order).items()}}
+        expected = {{order: {{name: r.per_query.sort_index().to_numpy() for name, r in
+                             tieaware.evaluate(qrels, run, METRICS, oblivious=order, threads=1).items()}}
                     for order in ORDERS}}
         failures = []
 
@@ -71,10 +77,12 @@ def test_threads_after_importing_ranx_match_sequential_calls():
             for call in range(50):
                 order = ORDERS[(worker + call) % len(ORDERS)]
                 metrics = METRICS[call % 3::3]
+                pair = (ranx.Qrels(qrels), ranx.Run(run)) if call % 2 else (qrels, run)
                 try:
-                    report = tieaware.evaluate(qrels, run, metrics, oblivious=order, threads=4)
+                    report = tieaware.evaluate(*pair, metrics, oblivious="trec_eval" if call % 2 else order)
                     for name in metrics:
-                        if not np.array_equal(report[name].per_query.to_numpy(), expected[order][name]):
+                        want = expected["trec_eval" if call % 2 else order][name]
+                        if not np.array_equal(report[name].per_query.sort_index().to_numpy(), want):
                             failures.append((worker, call, order, name))
                 except Exception as exc:
                     failures.append((worker, call, repr(exc)))
@@ -115,9 +123,13 @@ def test_numba_configuration_is_left_alone(import_ranx):
             import ranx  # noqa: F401
         layer, threads = numba.config.THREADING_LAYER, numba.config.NUMBA_NUM_THREADS
         import tieaware
+        from tieaware import ranked_lists, threads as reader_threads
+        reader_threads.MIN_DOCS_PER_THREAD, ranked_lists.CHUNK_DOCS = 1, 50  # threads even for this small run
         qrels, run = tied_data(n_queries=5)
         for order in ("trec_eval", "ranx", "input"):
             tieaware.evaluate(qrels, run, ["ndcg@10", "map", "bpref"], oblivious=order, threads=2)
+        if {import_ranx}:
+            tieaware.evaluate(ranx.Qrels(qrels), ranx.Run(run), ["ndcg@10", "map"], threads=2)
         tieaware.census(run)
         from numba.np.ufunc import parallel
         launched = getattr(parallel, "_is_initialized", False)  # numba's threading layer was started

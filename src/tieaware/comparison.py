@@ -334,7 +334,7 @@ def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutati
         stat_test: "student" (default, as ranx), "fisher", "tukey", or None for no test.
         n_permutations, random_seed: Fisher's randomization test settings.
         max_p: p-value at or below which a difference counts as significant.
-        threads: accepted for ranx compatibility and ignored (tieaware's kernels are single-threaded).
+        threads: threads reading each run (`evaluate`'s; 0: all CPUs), as in ranx.
         rounding_digits, show_percentages: how the tables print numbers.
         make_comparable: score qrels queries missing from a run as 0 and drop run
             queries without qrels, instead of raising.

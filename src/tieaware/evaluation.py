@@ -13,6 +13,7 @@ from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricsLike, MetricSpec, parse_metrics
 from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ir_measures_order, ranked_lists
 from .report import EvaluationReport, MetricResult, per_query_frame
+from .threads import limited
 
 
 def tie_order(spec: MetricSpec, oblivious: str) -> str:
@@ -68,9 +69,10 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         return_mean: False gives, per metric, a numpy array of per-query E[M]
             (query order: the run's), as ranx does.
         return_std: True gives ``{"mean": MetricResult, "std": std over queries}`` per metric, as ranx.
-        threads: accepted for ranx compatibility and ignored: tieaware's kernels run
-            single-threaded (no numba threading layer), so calls from several Python
-            threads at once are safe, and numba's global settings are never changed.
+        threads: threads reading the run, as in ranx (0: every CPU available, at most
+            ``NUMBA_NUM_THREADS``); results do not depend on it. Plain Python threads run
+            kernels that release the GIL (`tieaware.threads`), so calls from several Python
+            threads at once are safe and numba's global settings are never changed.
         save_results_in_run: write E[M] into a ranx ``Run``'s ``mean_scores``/``scores`` as ranx does.
         make_comparable: score queries in the qrels but not in the run as empty
             (0) and drop run queries without qrels, instead of raising.
@@ -109,7 +111,8 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
                                             chunk_queries=None if stream is True else stream,
                                             per_query_out=per_query_out)
     else:
-        query_ids, frames = per_query_frames(qrels, run, specs, make_comparable, oblivious)
+        with limited(threads):
+            query_ids, frames = per_query_frames(qrels, run, specs, make_comparable, oblivious)
         if per_query_out is not None:
             from .streaming import write_per_query
 
@@ -153,8 +156,8 @@ def _check_arguments(oblivious, relevance_level, threads) -> None:
     if isinstance(relevance_level, bool) or not isinstance(relevance_level, (int, float, np.integer, np.floating)) \
             or not np.isfinite(relevance_level):
         raise InputError(f"relevance_level must be a finite number, got {relevance_level!r}.")
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
-        raise InputError(f"threads must be an integer, got {threads!r}.")
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 0:
+        raise InputError(f"threads must be an integer >= 0 (0: all CPUs), got {threads!r}.")
 
 
 def _finite_stats(lists: RankedLists, judged: Judged, spec: MetricSpec) -> np.ndarray:

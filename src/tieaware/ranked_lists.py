@@ -13,13 +13,17 @@ ranx ``Run``/``Qrels`` are read by jitted loops over their numba typed dicts
 (`ranx_reader`); Python dicts by C-level operations (the values by
 ``np.fromiter``, the ids joined and encoded as UTF-32 code points) in chunks of
 about `CHUNK_DOCS` documents, so memory grows with the chunk, not the run. No
-Python loop touches every document.
+Python loop touches every document. The group kernels release the GIL: a ranx Run
+is read in ranges of queries on threads, and a dict's chunk is grouped on a worker
+thread while the next chunk is read (`tieaware.threads`); results do not depend
+on the number of threads.
 """
 from __future__ import annotations
 
 import math
 import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -27,7 +31,7 @@ import numpy as np
 from numba import types
 from numba.typed import List as TypedList
 
-from . import ranx_reader
+from . import ranx_reader, threads
 from .errors import InputError, QueryMismatchError
 from .inputs import is_ranx_qrels, is_ranx_run, load_qrels, load_run, string_keys
 from .kernels.groups import SEED, group_slots, read_chunk, scratch
@@ -132,19 +136,43 @@ class RankedLists:
 
 
 class _Groups:
-    """The outputs `kernels.groups.query_groups` fills (room for min(retrieved, judged) members a query)
-    and its scratch (`work`) for the longest query."""
+    """The outputs `kernels.groups.query_groups` fills and its scratch (`work`).
+
+    Query q has room for min(retrieved, judged) members from ``room[q]``, so ranges of queries are
+    read independently (on threads, `tieaware.threads`), each writing its members in query order
+    from ``room`` of its first query; `close_gaps` then moves them next to each other."""
 
     def __init__(self, n_ret: np.ndarray, qrel_offsets: np.ndarray):
         n_judged = np.diff(qrel_offsets)
-        capacity = int(np.minimum(n_ret, n_judged).sum())
-        self.out = (np.zeros(capacity, np.float64), *(np.zeros(capacity, np.int64) for _ in range(7)))
+        self.room = np.zeros(n_ret.size + 1, np.int64)
+        np.cumsum(np.minimum(n_ret, n_judged), out=self.room[1:])
+        self.out = (np.zeros(int(self.room[-1]), np.float64), *(np.zeros(int(self.room[-1]), np.int64)
+                                                               for _ in range(7)))
         self.n_members, self.n_groups, self.first_nan = (np.zeros(n_ret.size, np.int64) for _ in range(3))
-        self.work = scratch(int(n_ret.max(initial=0)), int(n_judged.max(initial=0)))
+        self._longest = int(n_ret.max(initial=0)), int(n_judged.max(initial=0))
 
-    def lists(self, query_ids, n_ret, qrel_offsets, grades, **rest) -> RankedLists:
-        mem_offsets = np.zeros(len(query_ids) + 1, np.int64)
+    def work(self) -> tuple:
+        """Scratch for one range read at a time."""
+        return scratch(*self._longest)
+
+    def close_gaps(self, ranges) -> np.ndarray:
+        """Move each range's members (written from ``room[lo]``) to follow the previous range's, and
+        shift its groups' member bounds alike; returns the members' CSR offsets."""
+        mem_offsets = np.zeros(self.n_members.size + 1, np.int64)
         np.cumsum(self.n_members, out=mem_offsets[1:])
+        for lo, hi in ranges:
+            source, target = int(self.room[lo]), int(mem_offsets[lo])
+            n = int(mem_offsets[hi]) - target
+            if source != target:  # numpy copies overlapping slices correctly
+                for a in self.out:
+                    a[target:target + n] = a[source:source + n]
+                used = group_slots(self.n_groups[lo:hi], mem_offsets[lo:hi + 1])
+                for bound in self.out[6:]:  # grp_mem_start, grp_mem_end: member indices
+                    bound[used] -= source - target
+        return mem_offsets
+
+    def lists(self, query_ids, n_ret, qrel_offsets, grades, ranges, **rest) -> RankedLists:
+        mem_offsets = self.close_gaps(ranges)
         used = int(mem_offsets[-1])
         query_of = np.repeat(np.arange(len(query_ids)), np.diff(qrel_offsets))
         qrel_rel = grades[np.lexsort((-grades, query_of))]
@@ -248,6 +276,8 @@ def _judgments(qrels, query_ids: list, typed_ids=None) -> tuple:
 
 
 def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
+    """Chunks of whole queries (about `CHUNK_DOCS` documents) read into arrays by C-level Python calls
+    (`_chunk_arrays`, holding the GIL) while a worker thread runs `read_chunk` (no GIL) on the chunk before."""
     qrel_offsets, jcodes, j_lo, j_hi, grades = _judgments(qrels, query_ids)
     empty: dict = {}
     runs = [run.get(q, empty) for q in query_ids]
@@ -255,41 +285,65 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
     offsets = np.zeros(len(query_ids) + 1, np.int64)
     np.cumsum(n_ret, out=offsets[1:])
     groups = _Groups(n_ret, qrel_offsets)
-    cursor = 0
+    work = groups.work()
+    ranges = []
     first = 0
-    while first < len(query_ids):  # chunks of whole queries, about CHUNK_DOCS documents each
+    while first < len(query_ids):
         last = max(first + 1, int(np.searchsorted(offsets, offsets[first] + CHUNK_DOCS, side="right")) - 1)
-        n_chunk = int(offsets[last] - offsets[first])
-        try:
-            codes, lo, hi = _id_codes(runs[first:last], n_chunk)
-        except TypeError:  # ids that are not strings (ints, numpy ints): read as strings
-            runs[first:last] = [string_keys(docs, "run", q) for q, docs in zip(query_ids[first:last],
-                                                                             runs[first:last])]
-            codes, lo, hi = _id_codes(runs[first:last], n_chunk)
-        scores = _float_values("Run score", query_ids[first:last], runs[first:last], n_chunk, finite=False)
-        cursor = read_chunk(offsets[first:last + 1] - offsets[first], scores, codes, lo, hi, qrel_offsets, jcodes,
-                            j_lo, j_hi, grades, first, groups.work, groups.out, groups.n_members, groups.n_groups,
-                            groups.first_nan, cursor, SEED)
+        ranges.append((first, last))
         first = last
+
+    def read(first: int, last: int, arrays: tuple) -> None:
+        read_chunk(offsets[first:last + 1] - offsets[first], *arrays, qrel_offsets, jcodes, j_lo, j_hi, grades, first,
+                   work, groups.out, groups.n_members, groups.n_groups, groups.first_nan, groups.room[first], SEED)
+
+    if len(ranges) <= 1 or threads.n_threads() == 1:
+        for first, last in ranges:
+            read(first, last, _chunk_arrays(query_ids, runs, offsets, first, last))
+    else:
+        with ThreadPoolExecutor(max_workers=1) as worker:
+            pending = None
+            for first, last in ranges:
+                arrays = _chunk_arrays(query_ids, runs, offsets, first, last)
+                if pending is not None:
+                    pending.result()  # one chunk in flight: memory stays that of two chunks
+                pending = worker.submit(read, first, last, arrays)
+            pending.result()
 
     def all_scores() -> np.ndarray:
         return np.fromiter(chain.from_iterable(map(dict.values, runs)), np.float64, int(offsets[-1]))
 
-    return groups.lists(query_ids, n_ret, qrel_offsets, grades, ranx_order=RANX_ARGSORT_REVERSED,
+    return groups.lists(query_ids, n_ret, qrel_offsets, grades, ranges, ranx_order=RANX_ARGSORT_REVERSED,
                         all_scores=all_scores)
 
 
+def _chunk_arrays(query_ids: list, runs: list, offsets: np.ndarray, first: int, last: int) -> tuple:
+    """(scores, codes, lo, hi) of queries first..last-1 (ids as `_id_codes`); ids that are not strings
+    (ints, numpy ints) are read as strings, in `runs` itself (the caller's list, not the user's dicts)."""
+    n_chunk = int(offsets[last] - offsets[first])
+    try:
+        codes, lo, hi = _id_codes(runs[first:last], n_chunk)
+    except TypeError:
+        runs[first:last] = [string_keys(docs, "run", q) for q, docs in zip(query_ids[first:last], runs[first:last])]
+        codes, lo, hi = _id_codes(runs[first:last], n_chunk)
+    scores = _float_values("Run score", query_ids[first:last], runs[first:last], n_chunk, finite=False)
+    return scores, codes, lo, hi
+
+
 def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> RankedLists:
-    typed_ids = (ranx_reader.query_order(run.run, qrels.qrels, make_comparable) if is_ranx_qrels(qrels)
-                 else _typed(query_ids))
-    assert list(typed_ids) == query_ids  # `query_order` is `_query_ids` in numba: rows and labels align
+    if make_comparable:
+        typed_ids = _typed(query_ids)
+        offsets = ranx_reader.run_sizes(run.run, typed_ids)
+    else:  # query_ids is list(run.run.keys()) (`_query_ids`): the same dict iterated in the same order
+        typed_ids, offsets = ranx_reader.keys_and_sizes(run.run)
     qrel_offsets, jcodes, j_lo, j_hi, grades = _judgments(qrels, query_ids, typed_ids)
-    offsets = ranx_reader.run_sizes(run.run, typed_ids)
     n_ret = np.diff(offsets)
     groups = _Groups(n_ret, qrel_offsets)
-    run_hash = ranx_reader.read_run(run.run, typed_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, grades,
-                                    groups.work, groups.out, groups.n_members, groups.n_groups, groups.first_nan,
-                                    SEED)
+    ranges = threads.query_ranges(offsets)
+    parts = threads.map_ranges(
+        lambda lo, hi: ranx_reader.read_run(run.run, typed_ids, lo, hi, offsets, qrel_offsets, jcodes, j_lo, j_hi,
+                                            grades, groups.work(), groups.out, groups.n_members, groups.n_groups,
+                                            groups.first_nan, groups.room[lo], SEED), ranges)
     bad = np.flatnonzero(groups.first_nan >= 0)
     if bad.size:
         q = int(bad[0])
@@ -300,8 +354,9 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> Ranked
     def all_scores() -> np.ndarray:
         return ranx_reader.run_scores(run.run, typed_ids, offsets)
 
-    return groups.lists(query_ids, n_ret, qrel_offsets, grades, ranx_order=None if run.sorted else RANX_ARGSORT_NEGATED,
-                        all_scores=all_scores, run_fingerprint=None if make_comparable else run_hash)
+    return groups.lists(query_ids, n_ret, qrel_offsets, grades, ranges,
+                        ranx_order=None if run.sorted else RANX_ARGSORT_NEGATED, all_scores=all_scores,
+                        run_fingerprint=None if make_comparable else ranx_reader.joined(SEED, parts))
 
 
 # ------------------------------------------------------------------ assembling
@@ -357,9 +412,8 @@ def run_scores(run) -> tuple[list, np.ndarray, np.ndarray]:
     """(query ids, CSR offsets, scores in the run's order) of a run alone."""
     run = load_run(run)
     if is_ranx_run(run):
-        typed_ids = ranx_reader.query_order(run.run, run.run, False)
-        offsets = ranx_reader.run_sizes(run.run, typed_ids)
-        return list(typed_ids), offsets, ranx_reader.run_scores(run.run, typed_ids, offsets)
+        typed_ids, offsets = ranx_reader.keys_and_sizes(run.run)
+        return list(run.run.keys()), offsets, ranx_reader.run_scores(run.run, typed_ids, offsets)
     query_ids = list(run.keys())
     offsets = np.zeros(len(query_ids) + 1, np.int64)
     per_query = [run[q] for q in query_ids]

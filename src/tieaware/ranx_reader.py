@@ -15,9 +15,11 @@ from Python costs about 1 µs per lookup, so everything here runs in numba:
   and friends mutate the typed dicts in place); `read_run` returns the Run's
   on the way.
 
-These functions compile once per doc-id width (numba specialises on the dict
-types, as ranx's own kernels do); the group kernels they call take plain arrays
-and compile once.
+Both release the GIL and read disjoint ranges of queries on threads
+(`tieaware.threads`): each range hashes from 0 and `joined` combines the parts
+into the hash one pass would give. These functions compile once per doc-id width
+(numba specialises on the dict types, as ranx's own kernels do); the group
+kernels they call take plain arrays and compile once.
 """
 from __future__ import annotations
 
@@ -25,8 +27,9 @@ import numpy as np
 from numba import types
 from numba.typed import List
 
+from . import threads
 from .kernels import kernel
-from .kernels.groups import code_at, fold, id_hash, id_key, mix64, query_groups
+from .kernels.groups import ODD, code_at, fold, id_hash, id_key, mix64, query_groups
 
 
 @kernel
@@ -63,18 +66,14 @@ def _item(key_hash, value, bits, as_int):
 
 
 @kernel
-def query_order(run_td, qrels_td, make_comparable):
-    """The evaluated query ids, as `tieaware.ranked_lists` orders them: the Run's order; with
-    ``make_comparable`` its queries that have qrels, then the qrels' queries it lacks."""
-    out = List.empty_list(types.unicode_type)
-    for k in run_td.keys():
-        if not make_comparable or k in qrels_td:
-            out.append(k)
-    if make_comparable:
-        for k in qrels_td.keys():
-            if k not in run_td:
-                out.append(k)
-    return out
+def keys_and_sizes(td):
+    """The keys of a Run's or Qrels' dict in its order, and CSR offsets (Q+1,) of their inner dicts."""
+    keys = List.empty_list(types.unicode_type)
+    offsets = np.zeros(len(td) + 1, np.int64)
+    for key, inner in td.items():
+        offsets[len(keys) + 1] = offsets[len(keys)] + len(inner)
+        keys.append(key)
+    return keys, offsets
 
 
 @kernel
@@ -105,14 +104,15 @@ def qrels_arrays(qrels_td, query_ids):
     return offsets, codes, lo, hi, grades
 
 
-@kernel
-def read_run(run_td, query_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_grade, work, out, n_members, n_groups,
-             first_nan, seed):
-    """Fill the judged groups of every query (`kernels.groups.query_groups`, members written in query
-    order from 0); returns the Run's `fingerprint` from `seed` when ``query_ids`` are its queries in
-    its order."""
+@kernel(nogil=True)
+def read_run(run_td, query_ids, q_lo, q_hi, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_grade, work, out, n_members,
+             n_groups, first_nan, m0, seed):
+    """Fill the judged groups of queries q_lo..q_hi-1 (`kernels.groups.query_groups`, members written
+    in query order from m0); returns these queries' part of the Run's `fingerprint`, (hash from 0,
+    values folded), when ``query_ids`` are its queries in its order. Releases the GIL: ranges of
+    queries run on threads (`tieaware.threads`)."""
     longest = 1
-    for i in range(len(query_ids)):
+    for i in range(q_lo, q_hi):
         longest = max(longest, offsets[i + 1] - offsets[i])
     scores = np.empty(longest, np.float64)
     id_lo = np.empty(longest, np.int64)
@@ -122,15 +122,17 @@ def read_run(run_td, query_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_gra
     codes = np.empty(16 * longest, np.uint32)
     bits = np.empty(1, np.float64)
     as_int = bits.view(np.uint64)
-    h = seed
-    cursor = np.int64(0)  # typed, not a literal (`tieaware.kernels.INNER`): the stages compile once
-    for q in range(len(query_ids)):
+    h = np.uint64(0)
+    folded = 0
+    cursor = m0
+    for q in range(q_lo, q_hi):
         qid = query_ids[q]
         n_members[q], n_groups[q], first_nan[q] = 0, 0, -1
         if qid not in run_td:
             continue
         docs = run_td[qid]
         h = fold(fold(h, id_hash(qid, 0, len(qid), seed)), np.uint64(len(docs)))
+        folded += 2 + len(docs)
         j = 0
         c = 0
         for key, s in docs.items():
@@ -155,23 +157,44 @@ def read_run(run_td, query_ids, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_gra
                                                jcodes, j_lo[a:b], j_hi[a:b], j_grade[a:b], work, out, cursor, seed)
         n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
         cursor += members
-    return h
+    return h, folded
 
 
-@kernel
-def fingerprint(td, seed):
-    """A polynomial hash from `seed` folding in, in iteration order, every query id (`id_hash`) and
-    its size, and each (id, value) (`_item`): any change of an id, a value or the order shows (but
-    for a 64-bit hash's chance; ids cannot be built to collide without the seed). `read_run`
-    returns the same hash of a Run read in its own order."""
-    h = seed
+@kernel(nogil=True)
+def fingerprint_part(td, query_ids, q_lo, q_hi, seed):
+    """`fingerprint`'s part for queries q_lo..q_hi-1 of `td` (all in it): (hash from 0, values folded)."""
+    h = np.uint64(0)
+    folded = 0
     bits = np.empty(1, np.float64)
     as_int = bits.view(np.uint64)
-    for qid, inner in td.items():
+    for q in range(q_lo, q_hi):
+        qid = query_ids[q]
+        inner = td[qid]
         h = fold(fold(h, id_hash(qid, 0, len(qid), seed)), np.uint64(len(inner)))
+        folded += 2 + len(inner)
         for key, value in inner.items():
             h = fold(h, _item(id_hash(key, 0, len(key), seed), value, bits, as_int))
+    return h, folded
+
+
+def joined(seed, parts) -> int:
+    """The fingerprint from `seed` of parts computed from 0 in order: folding n values into h from
+    h0 gives h0 * ODD^n + (their hash from 0), modulo 2^64."""
+    h = int(seed)
+    for part, folded in parts:
+        h = (h * pow(int(ODD), int(folded), 1 << 64) + int(part)) & ((1 << 64) - 1)
     return h
+
+
+def fingerprint(td, seed) -> int:
+    """A polynomial hash from `seed` folding in, in iteration order, every query id (`id_hash`) and
+    its size, and each (id, value) (`_item`): any change of an id, a value or the order shows (but
+    for a 64-bit hash's chance; ids cannot be built to collide without the seed). Ranges of queries
+    are hashed on threads and `joined`; `read_run` returns the same hash of a Run read in its own
+    order."""
+    query_ids, offsets = keys_and_sizes(td)
+    return joined(seed, threads.map_ranges(lambda lo, hi: fingerprint_part(td, query_ids, lo, hi, seed),
+                                           threads.query_ranges(offsets)))
 
 
 @kernel

@@ -24,8 +24,9 @@ searched by bisection). Cost O(n + m log m) per query for n retrieved documents
 `tieaware.ranx_reader` over ranx's typed dicts. Both fill the same outputs, so
 group slots of query q start at its first judged member's index.
 
-Kernels (`tieaware.kernels.kernel`) take int64/uint32/float64 arrays, are single-threaded
-(no numba threading layer), and allocate only per-query scratch. What an empty
+Kernels (`tieaware.kernels.kernel`) take int64/uint32/float64 arrays, use no numba threading
+layer (the readers release the GIL instead, so that `tieaware.threads` runs ranges of queries
+on plain threads), and allocate only per-query scratch. What an empty
 numba cache costs (the first evaluate) is kept down by the layout: the stages
 called only from other kernels get no Python wrapper (`tieaware.kernels.INNER`), `query_groups`
 is inlined into its two callers, and `scratch` is plain numpy.
@@ -43,7 +44,7 @@ from . import INNER, kernel
 # the id hashes' seed, drawn per process so that ids cannot be built in advance to collide in the
 # cache check; kernels take it as an argument (numba would freeze a global into its disk cache)
 SEED = np.uint64(secrets.randbits(64))
-_ODD = np.uint64(0x100000001B3)  # FNV's prime: the fingerprint's polynomial base
+ODD = np.uint64(0x100000001B3)  # FNV's prime: the fingerprint's polynomial base
 _MIX = np.uint64(0xFF51AFD7ED558CCD)  # murmur3's fmix64 multipliers
 _MIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: multiplicative hashing
@@ -119,7 +120,7 @@ def id_key(text, lo, hi):
 def fold(h, x):
     """One step of a polynomial fingerprint: any change of one folded value changes the result, and
     with `mix64`-ed values two values trading places almost surely does too."""
-    return h * _ODD + x
+    return h * ODD + x
 
 
 @kernel(inline="always")
@@ -424,12 +425,12 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
     return found, g, -1
 
 
-@kernel
+@kernel(nogil=True)
 def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, qrel_offsets, jcodes, j_lo, j_hi, j_grade, q0, work,
                out, n_members, n_groups, first_nan, cursor, seed):
     """`query_groups` for queries q0, q0+1, ... of one chunk (documents CSR by doc_offsets, ids in codes);
     judgments CSR by qrel_offsets over all queries; ids hashed from `seed`. Members go from `cursor` on;
-    returns the next cursor."""
+    returns the next cursor. Releases the GIL: `tieaware.ranked_lists` reads the next chunk meanwhile."""
     doc_hash = np.empty(scores.shape[0], np.uint64)
     doc_key = np.empty(scores.shape[0], np.uint64)
     for i in range(scores.shape[0]):

@@ -1,0 +1,66 @@
+"""Running ``nogil`` kernels on several threads over disjoint ranges of queries.
+
+The readers of ranx objects (`tieaware.ranx_reader`) and of Python dicts
+(`tieaware.ranked_lists`) call kernels compiled with ``nogil=True``, so plain
+Python threads run them on several cores; no numba threading layer is involved
+(its ``workqueue`` layer aborts the process when two threads enter it at once).
+Each range writes its own part of the outputs, and the parts are joined in query
+order, so the result does not depend on the number of threads.
+
+The number of threads is that of the CPUs this process may run on, at most
+``NUMBA_NUM_THREADS`` (set that environment variable to 1 to stay on one core),
+the same cores ranx's parallel kernels use; ``evaluate(..., threads=N)`` sets it for
+one call (`limited`), as in ranx (0: all).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+import numpy as np
+from numba import config
+
+#: a range is not split below this many documents: a thread costs ~0.1 ms to start
+MIN_DOCS_PER_THREAD = 1 << 16
+
+
+_LIMIT: ContextVar[int] = ContextVar("tieaware_threads", default=0)
+
+
+@contextmanager
+def limited(threads: int) -> Iterator[None]:
+    """Use at most `threads` threads (0: `n_threads`' default) inside this block, in this thread."""
+    token = _LIMIT.set(int(threads))
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
+
+
+def n_threads() -> int:
+    """CPUs this process may use, at most ``NUMBA_NUM_THREADS``, or the `limited` number."""
+    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    limit = _LIMIT.get() or int(config.NUMBA_NUM_THREADS)
+    return max(1, min(int(available or 1), limit))
+
+
+def query_ranges(offsets: np.ndarray, parts: int | None = None) -> list[tuple[int, int]]:
+    """Split the queries of CSR `offsets` ((Q+1,) documents) into contiguous ranges (lo, hi) of about
+    equal documents: `n_threads` ranges (or `parts`), fewer for small runs, at least one."""
+    n_queries = offsets.size - 1
+    total = int(offsets[-1]) if n_queries > 0 else 0
+    parts = min(n_threads() if parts is None else parts, max(1, total // MIN_DOCS_PER_THREAD), max(1, n_queries))
+    cuts = np.searchsorted(offsets, np.arange(1, parts) * (total / parts), side="left")
+    bounds = [0, *sorted(set(int(c) for c in cuts) - {0, n_queries}), n_queries]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def map_ranges(fn: Callable, ranges: Sequence[tuple[int, int]]) -> list:
+    """``[fn(lo, hi) for lo, hi in ranges]``, the ranges run on threads when there are several."""
+    if len(ranges) <= 1:
+        return [fn(lo, hi) for lo, hi in ranges]
+    with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
+        return list(pool.map(lambda bounds: fn(*bounds), ranges))
