@@ -617,6 +617,18 @@ def test_threads_must_be_a_count():
     assert float(one) == float(all_cpus)
 
 
+@settings(max_examples=200, deadline=None)
+@given(segments=st.lists(st.lists(st.sampled_from([-1.0, 0.0, 0.5, 2.0, 3.0]), max_size=80), max_size=6))
+def test_argsort_segments_equals_lexsort(segments):
+    """Segments short (insertion sort) and longer than `RUN` (mergesort), with repeated keys (stable)."""
+    from tieaware.kernels.groups import argsort_segments
+
+    keys = np.array([k for segment in segments for k in segment], np.float64)
+    offsets = np.cumsum([0, *map(len, segments)])
+    segment_of = np.repeat(np.arange(len(segments)), np.diff(offsets))
+    assert np.array_equal(argsort_segments(keys, offsets), np.lexsort((keys, segment_of)))
+
+
 def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers():
     """numba specialises on a Run's doc-id width: only `ranx_reader`'s loops compile again, never
     the group or metric kernels (they take plain arrays)."""

@@ -538,9 +538,10 @@ def _mteb_choices(predictions: Mapping) -> str:
                      for subset, splits in predictions.items() if subset != MTEB_META)
 
 
-def load_qrels(qrels):
-    """Qrels as a ranx ``Qrels`` (kept as is) or a ``{qid: {docid: grade}}`` dict with string ids."""
-    return _load(qrels, "qrels")
+def load_qrels(qrels, doc_ids: bool = True):
+    """Qrels as a ranx ``Qrels`` (kept as is) or a ``{qid: {docid: grade}}`` dict with string ids
+    (``doc_ids=False``: as in `load_run`)."""
+    return _load(qrels, "qrels", doc_ids)
 
 
 def load_run(run, doc_ids: bool = True):

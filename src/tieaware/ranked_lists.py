@@ -34,7 +34,7 @@ from numba.typed import List as TypedList
 from . import ranx_reader, threads
 from .errors import InputError, QueryMismatchError
 from .inputs import is_ranx_qrels, is_ranx_run, load_qrels, load_run, string_keys
-from .kernels.groups import SEED, group_slots, read_chunk, scratch
+from .kernels.groups import SEED, argsort_segments, group_slots, read_chunk, scratch
 from .kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambiguous_groups, ranx_ranks
 
 #: the tools whose tie order `evaluate(..., oblivious=...)` reproduces
@@ -174,8 +174,7 @@ class _Groups:
     def lists(self, query_ids, n_ret, qrel_offsets, grades, ranges, **rest) -> RankedLists:
         mem_offsets = self.close_gaps(ranges)
         used = int(mem_offsets[-1])
-        query_of = np.repeat(np.arange(len(query_ids)), np.diff(qrel_offsets))
-        qrel_rel = grades[np.lexsort((-grades, query_of))]
+        qrel_rel = grades[argsort_segments(-grades, qrel_offsets)]
         return RankedLists(query_ids, n_ret, qrel_offsets, qrel_rel, self.n_groups, mem_offsets,
                            *(a[:used] for a in self.out), **rest)
 
@@ -250,7 +249,11 @@ def _dict_judgments(qrels: dict, query_ids: list) -> tuple:
     offsets = np.zeros(len(query_ids) + 1, np.int64)
     np.cumsum([len(docs) for docs in judgments], out=offsets[1:])
     grades = _float_values("Relevance", query_ids, judgments, int(offsets[-1]), finite=True)
-    return (offsets, *_id_codes(judgments, int(offsets[-1])), grades)
+    try:
+        ids = _id_codes(judgments, int(offsets[-1]))
+    except TypeError:  # ids that are not strings (ints, numpy ints): read as strings
+        ids = _id_codes([string_keys(docs, "qrels", q) for q, docs in zip(query_ids, judgments)], int(offsets[-1]))
+    return (offsets, *ids, grades)
 
 
 def _ranx_judgments(qrels, query_ids: list, typed_ids) -> tuple:
@@ -384,8 +387,8 @@ def ranked_lists(qrels, run, make_comparable: bool = False) -> RankedLists:
     a fraction of a conversion's cost), since ranx's ``add_score`` and similar
     methods change them in place.
     """
-    qrels = load_qrels(qrels)
-    run = load_run(run, doc_ids=False)  # the dict reader checks them on its way (`string_keys`)
+    qrels = load_qrels(qrels, doc_ids=False)  # the dict readers check doc ids on their way (`string_keys`)
+    run = load_run(run, doc_ids=False)
     cacheable = is_ranx_run(run) and is_ranx_qrels(qrels)
     if cacheable:
         key = (id(qrels), run.sorted, make_comparable)

@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import INNER, kernel
-from ..groups import group_slots
+from ..groups import argsort_segments, group_slots
 
 BINARY, LINEAR, EXP = "binary", "linear", "exp"
 #: trec_eval 10's rbp: the grade over the query's top grade when that exceeds 1 (per query: `rbp.rbp`)
@@ -111,7 +111,7 @@ class Judged:
 
         best = np.arange(n_members, dtype=i64)
         worst = best + np.repeat(start + tied.end[slots] - 1, group_members) - 2 * best  # reversed in groups
-        tool = np.lexsort((tool_rank, member_slot)).astype(i64)
+        tool = argsort_segments(tool_rank.astype(np.float64), np.append(start, n_members))  # groups are contiguous
         orders = (one_per_group(worst, size - n_mem + rank_in_group),  # judged members last, worst first
                   one_per_group(best, rank_in_group),
                   one_per_group(tool, tool_rank[tool]))
