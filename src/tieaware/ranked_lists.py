@@ -41,8 +41,9 @@ from .kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambig
 OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures")
 #: the orders inside a tie group that `RankedLists.tool_rank` computes ("ir_measures" picks one per metric)
 TIE_ORDERS = ("trec_eval", "ranx", "input", "docid_ascending")
-#: documents of Python dicts read per chunk (whole queries)
-CHUNK_DOCS = 1 << 18
+#: documents of Python dicts read per chunk (whole queries); a chunk's arrays stay in the caches (10k x 1k:
+#: the pass takes 0.35 s at 2^16, 0.42 s at 2^18)
+CHUNK_DOCS = 1 << 16
 
 
 def ir_measures_order(family: str, k: int | None) -> str:

@@ -29,7 +29,7 @@ from numba.typed import List
 
 from . import threads
 from .kernels import kernel
-from .kernels.groups import ODD, code_at, fold, id_hash, id_key, mix64, query_groups
+from .kernels.groups import ODD, code_at, fold, id_hash, mix64, query_groups
 
 
 @kernel
@@ -149,7 +149,6 @@ def read_run(run_td, query_ids, q_lo, q_hi, offsets, qrel_offsets, jcodes, j_lo,
             id_hi[j] = c
             scores[j] = s
             doc_hash[j] = id_hash(codes, id_lo[j], c, seed)
-            doc_key[j] = id_key(codes, id_lo[j], c)
             h = fold(h, _item(doc_hash[j], s, bits, as_int))
             j += 1
         a, b = qrel_offsets[q], qrel_offsets[q + 1]

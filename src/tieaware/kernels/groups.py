@@ -307,7 +307,8 @@ def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key
     f = 0
     for a in range(j_grade.shape[0]):
         if key_doc[a] >= 0:
-            key_doc[f] = key_doc[a]  # compacted in place: f <= a
+            d = key_doc[f] = key_doc[a]  # compacted in place: f <= a
+            doc_key[d] = id_key(codes, id_lo[d], id_hi[d])  # the members' keys only (`query_groups`)
             grade[f] = j_grade[a]
             by_id[f] = f
             f += 1
@@ -378,6 +379,7 @@ def _rank_in_groups(n_in, g, codes, id_lo, id_hi, doc_key, work, out, m0):
     _, _, mem_input_rank, mem_trec_rank, grp_above, grp_size, grp_mem_start, grp_mem_end = out
     for t in range(n_in):
         i, b = in_group[t], in_slot[t]
+        key = id_key(codes, id_lo[i], id_hi[i])
         p = doc_member[i]
         if p >= 0:
             mem_input_rank[m0 + p] = grp_size[m0 + b]
@@ -385,15 +387,15 @@ def _rank_in_groups(n_in, g, codes, id_lo, id_hi, doc_key, work, out, m0):
         lo, hi = grp_mem_start[m0 + b] - m0, grp_mem_end[m0 + b] - m0
         if hi - lo == 1:  # the usual group: one judged member, compared without a branch on the ids
             d = mem_doc[lo]
-            if doc_key[d] == doc_key[i]:
+            if doc_key[d] == key:
                 lo += compare_ids(codes, id_lo[d], id_hi[d], codes, id_lo[i], id_hi[i]) < 0
             else:
-                lo += doc_key[d] < doc_key[i]
+                lo += doc_key[d] < key
         else:
             while lo < hi:  # members (by id) whose id is smaller than document i's
                 mid = (lo + hi) // 2
                 d = mem_doc[by_id[mid]]
-                if doc_key[d] < doc_key[i] or doc_key[d] == doc_key[i] and compare_ids(
+                if doc_key[d] < key or doc_key[d] == key and compare_ids(
                         codes, id_lo[d], id_hi[d], codes, id_lo[i], id_hi[i]) < 0:
                     lo = mid + 1
                 else:
@@ -416,8 +418,10 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
     """The judged groups of one query, written to `out` from member/slot index m0.
 
     Args:
-        scores, id_lo, id_hi, doc_hash, doc_key: (n,) per retrieved document, in input order: score,
-            its id as codes[id_lo:id_hi], its `id_hash` (from `seed`) and `id_key`.
+        scores, id_lo, id_hi, doc_hash: (n,) per retrieved document, in input order: score, its id
+            as codes[id_lo:id_hi] and its `id_hash` (from `seed`).
+        doc_key: (n,) scratch: the `id_key` of each judged member, filled here (documents in a judged
+            group get theirs when compared; most documents need none).
         jcodes, j_lo, j_hi, j_grade: (m,) per judged document: id jcodes[j_lo:j_hi], judgment.
         work: `scratch` arrays for at least n documents and m judgments.
         out: (mem_rel, mem_index, mem_input_rank, mem_trec_rank, grp_above, grp_size, grp_mem_start,
@@ -459,7 +463,6 @@ def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, qrel_offsets, jcodes, j
     doc_key = np.empty(scores.shape[0], np.uint64)
     for i in range(scores.shape[0]):
         doc_hash[i] = id_hash(codes, id_lo[i], id_hi[i], seed)
-        doc_key[i] = id_key(codes, id_lo[i], id_hi[i])
     for local in range(doc_offsets.shape[0] - 1):
         q = q0 + local
         lo, hi = doc_offsets[local], doc_offsets[local + 1]
