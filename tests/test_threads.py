@@ -65,12 +65,12 @@ def test_threads_after_importing_ranx_match_sequential_calls():
         from tieaware import ranked_lists, threads
 
         threads.MIN_DOCS_PER_THREAD, ranked_lists.CHUNK_DOCS = 1, 500
-        threads.n_threads = lambda: 4
         METRICS, ORDERS = {METRICS!r}, {ORDERS!r}
         qrels, run = tied_data()
         expected = {{order: {{name: r.per_query.sort_index().to_numpy() for name, r in
                              tieaware.evaluate(qrels, run, METRICS, oblivious=order, threads=1).items()}}
                     for order in ORDERS}}
+        threads.n_threads = lambda: 4  # after the one-thread reference
         failures = []
 
         def work(worker):

@@ -107,9 +107,10 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
     if stream:
         from .streaming import evaluate_stream
 
-        query_ids, frames = evaluate_stream(qrels, run, specs, make_comparable, oblivious,
-                                            chunk_queries=None if stream is True else stream,
-                                            per_query_out=per_query_out)
+        with limited(threads):
+            query_ids, frames = evaluate_stream(qrels, run, specs, make_comparable, oblivious,
+                                                chunk_queries=None if stream is True else stream,
+                                                per_query_out=per_query_out)
     else:
         with limited(threads):
             query_ids, frames = per_query_frames(qrels, run, specs, make_comparable, oblivious)

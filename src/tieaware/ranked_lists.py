@@ -340,6 +340,8 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> Ranked
         offsets = ranx_reader.run_sizes(run.run, typed_ids)
     else:  # query_ids is list(run.run.keys()) (`_query_ids`): the same dict iterated in the same order
         typed_ids, offsets = ranx_reader.keys_and_sizes(run.run)
+        if len(typed_ids) != len(query_ids):  # only if another thread changed the Run meanwhile
+            raise InputError("The ranx Run changed while it was being read (queries added or removed).")
     qrel_offsets, jcodes, j_lo, j_hi, grades = _judgments(qrels, query_ids, typed_ids)
     n_ret = np.diff(offsets)
     groups = _Groups(n_ret, qrel_offsets)

@@ -2,7 +2,7 @@
 
 ranx keeps a run as ``Dict[str, Dict[UnicodeCharSeq(W), float64]]`` (W: its
 longest doc id) and qrels likewise with int64 grades. Calling into such dicts
-from Python costs about 1 µs per lookup, so everything here runs in numba:
+from Python costs about 1 µs per lookup, so every pass over them runs in numba:
 
 * `read_run`: one pass per query over its items, copying the scores and the
   ids' code points into per-query scratch, then `kernels.groups.query_groups`
@@ -12,12 +12,12 @@ from Python costs about 1 µs per lookup, so everything here runs in numba:
   their UTF-8 bytes.
 * `fingerprint`: a hash of every id and value, so a cached conversion is
   served only while the objects still hold the same data (ranx's ``add_score``
-  and friends mutate the typed dicts in place); `read_run` returns the Run's
-  on the way.
+  and friends mutate the typed dicts in place); `read_run` returns its parts
+  for the Run on the way.
 
-Both release the GIL and read disjoint ranges of queries on threads
-(`tieaware.threads`): each range hashes from 0 and `joined` combines the parts
-into the hash one pass would give. These functions compile once per doc-id width
+`read_run` and `fingerprint_part` release the GIL and read disjoint ranges of
+queries on threads (`tieaware.threads`): each range hashes from 0 and `joined`
+combines the parts into the hash one pass would give. These kernels compile once per doc-id width
 (numba specialises on the dict types, as ranx's own kernels do); the group
 kernels they call take plain arrays and compile once.
 """
@@ -78,30 +78,33 @@ def keys_and_sizes(td):
 
 @kernel
 def qrels_arrays(qrels_td, query_ids):
-    """Judgments of `query_ids` (CSR offsets (Q+1,)), their ids as code points codes[lo:hi], and grades."""
+    """Judgments of `query_ids` (CSR offsets (Q+1,)), their ids as code points codes[lo:hi], and grades;
+    one pass over the judgments (the code point array grows when ids are longer than 8 on average)."""
     offsets = run_sizes(qrels_td, query_ids)
-    n_codes = 0
-    for i in range(len(query_ids)):
-        if query_ids[i] in qrels_td:
-            for key in qrels_td[query_ids[i]].keys():
-                n_codes += len(key)
-    codes = np.empty(n_codes, np.uint32)
+    codes = np.empty(8 * offsets[-1] + 16, np.uint32)
     lo = np.empty(offsets[-1], np.int64)
     hi = np.empty(offsets[-1], np.int64)
     grades = np.empty(offsets[-1], np.float64)
     j = 0
     c = 0
     for i in range(len(query_ids)):
-        if query_ids[i] in qrels_td:
-            for key, grade in qrels_td[query_ids[i]].items():
-                lo[j] = c
-                for t in range(len(key)):
-                    codes[c] = code_at(key, t)
-                    c += 1
-                hi[j] = c
-                grades[j] = grade
-                j += 1
-    return offsets, codes, lo, hi, grades
+        if offsets[i + 1] == offsets[i]:
+            continue
+        for key, grade in qrels_td[query_ids[i]].items():
+            n = len(key)
+            if c + n > codes.shape[0]:
+                grown = np.empty(2 * (c + n), np.uint32)
+                for t in range(c):  # an element loop: a slice assignment costs seconds of compiling
+                    grown[t] = codes[t]
+                codes = grown
+            lo[j] = c
+            for t in range(n):
+                codes[c + t] = code_at(key, t)
+            c += n
+            hi[j] = c
+            grades[j] = grade
+            j += 1
+    return offsets, codes[:c], lo, hi, grades
 
 
 @kernel(nogil=True)

@@ -457,8 +457,8 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
 def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, qrel_offsets, jcodes, j_lo, j_hi, j_grade, q0, work,
                out, n_members, n_groups, first_nan, cursor, seed):
     """`query_groups` for queries q0, q0+1, ... of one chunk (documents CSR by doc_offsets, ids in codes);
-    judgments CSR by qrel_offsets over all queries; ids hashed from `seed`. Members go from `cursor` on;
-    returns the next cursor. Releases the GIL: `tieaware.ranked_lists` reads the next chunk meanwhile."""
+    judgments CSR by qrel_offsets over all queries; ids hashed from `seed`. Members go from `cursor` on.
+    Releases the GIL: `tieaware.ranked_lists` reads the next chunk meanwhile."""
     doc_hash = np.empty(scores.shape[0], np.uint64)
     doc_key = np.empty(scores.shape[0], np.uint64)
     for i in range(scores.shape[0]):
@@ -472,4 +472,3 @@ def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, qrel_offsets, jcodes, j
                                                out, cursor, seed)
         n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
         cursor += members
-    return cursor
