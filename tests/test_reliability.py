@@ -620,9 +620,11 @@ def test_threads_must_be_a_count():
 @settings(max_examples=200, deadline=None)
 @given(segments=st.lists(st.lists(st.sampled_from([-1.0, 0.0, 0.5, 2.0, 3.0]), max_size=80), max_size=6))
 def test_argsort_segments_equals_lexsort(segments):
-    """Segments short (insertion sort) and longer than `RUN` (mergesort), with repeated keys (stable)."""
+    """Segments short (insertion sort only) and longer than `RUN` (runs merged), with repeated keys (stable)."""
     from tieaware.kernels.groups import argsort_segments
 
+    rng = np.random.default_rng(len(segments))  # and long segments, merged over several passes
+    segments = [*segments, *(rng.choice([0.0, 1.0, 2.0], n).tolist() for n in (33, 64, 97, 300))]
     keys = np.array([k for segment in segments for k in segment], np.float64)
     offsets = np.cumsum([0, *map(len, segments)])
     segment_of = np.repeat(np.arange(len(segments)), np.diff(offsets))
