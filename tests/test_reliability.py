@@ -477,6 +477,20 @@ def test_typed_dict_reader_equals_dict_reader(qrels_kind, run_kind):
     assert expected[1][0][2][0][3] == 0
 
 
+def test_typed_dict_reader_reads_long_ids():
+    """Ids far longer than the readers' first guess of room for code points (16 a document, 8 a
+    judgment): the code point arrays grow and keep every id whole."""
+    rng = np.random.default_rng(3)
+    # at most 42 code points (15 + 24 + 1 + 2): the width test_a_new_doc_id_width... compiles as well
+    run = {f"q{q}": {f"https://xy.org/{'é' * ((7 * d + q) % 25)}/{d}": float(rng.choice([0.5, 0.25]))
+                     for d in range(40)} for q in range(5)}
+    qrels = {q: {d: int(rng.integers(0, 3)) for d in docs if rng.random() < 0.6} for q, docs in run.items()}
+    ranx_run = ranx.Run(run)
+    as_dict = {q: dict(ranx_run.run[q]) for q in ranx_run.run}
+    _assert_same_lists(ranked_lists(ranx.Qrels(qrels), ranx_run), ranked_lists(qrels, as_dict))
+    assert _groups_of(ranked_lists(qrels, as_dict)) == _brute_force_groups(qrels, as_dict)
+
+
 _IDS = st.text(alphabet=st.sampled_from("ab\u00e9\u20ac\U0001d11e\ufffd0"), min_size=0, max_size=5)
 # mostly a few tied values; then the floats where bucketing could go wrong: signed zeros, subnormals,
 # neighbours, the largest finite values, infinities; then any float

@@ -57,6 +57,21 @@ def run_scores(run_td, query_ids, offsets):
 
 
 @kernel(inline="always")
+def _appended(codes, used, key):
+    """`codes` with `key`'s code points written after the first `used`: itself, or a copy twice the
+    size needed when it has no room."""
+    n = len(key)
+    if used + n > codes.shape[0]:
+        grown = np.empty(2 * (used + n), np.uint32)
+        for t in range(used):  # an element loop: a slice assignment costs seconds of compiling
+            grown[t] = codes[t]
+        codes = grown
+    for t in range(n):
+        codes[used + t] = code_at(key, t)
+    return codes
+
+
+@kernel(inline="always")
 def _item(key_hash, value, bits, as_int):
     """What the fingerprint folds in for one (id, value): `mix64` of the id's hash xor the value's
     float64 bits. Mixed, since round values (integer grades, 0.5) differ only in a few high bits:
@@ -91,16 +106,9 @@ def qrels_arrays(qrels_td, query_ids):
         if offsets[i + 1] == offsets[i]:
             continue
         for key, grade in qrels_td[query_ids[i]].items():
-            n = len(key)
-            if c + n > codes.shape[0]:
-                grown = np.empty(2 * (c + n), np.uint32)
-                for t in range(c):  # an element loop: a slice assignment costs seconds of compiling
-                    grown[t] = codes[t]
-                codes = grown
             lo[j] = c
-            for t in range(n):
-                codes[c + t] = code_at(key, t)
-            c += n
+            codes = _appended(codes, c, key)
+            c += len(key)
             hi[j] = c
             grades[j] = grade
             j += 1
@@ -139,16 +147,9 @@ def read_run(run_td, query_ids, q_lo, q_hi, offsets, qrel_offsets, jcodes, j_lo,
         j = 0
         c = 0
         for key, s in docs.items():
-            n = len(key)
-            if c + n > codes.shape[0]:
-                grown = np.empty(2 * (c + n), np.uint32)
-                for t in range(c):  # an element loop: a slice assignment costs seconds of compiling
-                    grown[t] = codes[t]
-                codes = grown
-            for t in range(n):
-                codes[c + t] = code_at(key, t)
+            codes = _appended(codes, c, key)
             id_lo[j] = c
-            c += n
+            c += len(key)
             id_hi[j] = c
             scores[j] = s
             doc_hash[j] = id_hash(codes, id_lo[j], c, seed)
