@@ -613,8 +613,9 @@ def test_query_ranges_cover_every_query_once_in_balanced_ranges(monkeypatch, siz
     from tieaware import threads
 
     monkeypatch.setattr(threads, "MIN_DOCS_PER_THREAD", 1)
+    monkeypatch.setattr(threads, "n_threads", lambda: parts)
     offsets = np.cumsum([0, *sizes])
-    ranges = threads.query_ranges(offsets, parts)
+    ranges = threads.query_ranges(offsets)
     assert 1 <= len(ranges) <= max(1, parts)
     bounds = [b for lo_hi in ranges for b in lo_hi]
     assert bounds[0] == 0 and bounds[-1] == len(sizes)

@@ -104,20 +104,19 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
     """
     _check_arguments(oblivious, relevance_level, threads)
     specs = parse_metrics(metrics, relevance_level)
-    if stream:
-        from .streaming import evaluate_stream
+    with limited(threads):
+        if stream:
+            from .streaming import evaluate_stream
 
-        with limited(threads):
             query_ids, frames = evaluate_stream(qrels, run, specs, make_comparable, oblivious,
                                                 chunk_queries=None if stream is True else stream,
                                                 per_query_out=per_query_out)
-    else:
-        with limited(threads):
+        else:
             query_ids, frames = per_query_frames(qrels, run, specs, make_comparable, oblivious)
-        if per_query_out is not None:
-            from .streaming import write_per_query
+    if not stream and per_query_out is not None:
+        from .streaming import write_per_query
 
-            write_per_query(per_query_out, frames, oblivious, append=False)
+        write_per_query(per_query_out, frames, oblivious, append=False)
     if not query_ids:
         warnings.warn("No queries to evaluate (empty qrels and run): every result is NaN.", RuntimeWarning,
                       stacklevel=2)

@@ -147,8 +147,8 @@ class _Groups:
         n_judged = np.diff(qrel_offsets)
         self.room = np.zeros(n_ret.size + 1, np.int64)
         np.cumsum(np.minimum(n_ret, n_judged), out=self.room[1:])
-        self.out = (np.zeros(int(self.room[-1]), np.float64), *(np.zeros(int(self.room[-1]), np.int64)
-                                                               for _ in range(7)))
+        capacity = int(self.room[-1])
+        self.out = (np.zeros(capacity, np.float64), *(np.zeros(capacity, np.int64) for _ in range(7)))
         self.n_members, self.n_groups, self.first_nan = (np.zeros(n_ret.size, np.int64) for _ in range(3))
         self._longest = int(n_ret.max(initial=0)), int(n_judged.max(initial=0))
 
@@ -198,6 +198,15 @@ def _id_codes(per_query: list, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     hi = np.cumsum(lengths)
     codes = np.frombuffer("".join(ids).encode("utf-32-le", "surrogatepass"), np.uint32)
     return codes, hi - lengths, hi
+
+
+def _string_id_codes(kind: str, query_ids: list, per_query: list, n: int) -> tuple:
+    """`_id_codes`; ids that are not strings (ints, numpy ints) are read as strings (`string_keys`,
+    which also names an id written both ways), only when joining them fails."""
+    try:
+        return _id_codes(per_query, n)
+    except TypeError:
+        return _id_codes([string_keys(docs, kind, q) for q, docs in zip(query_ids, per_query)], n)
 
 
 def _value_problem(value) -> str | None:
@@ -250,11 +259,7 @@ def _dict_judgments(qrels: dict, query_ids: list) -> tuple:
     offsets = np.zeros(len(query_ids) + 1, np.int64)
     np.cumsum([len(docs) for docs in judgments], out=offsets[1:])
     grades = _float_values("Relevance", query_ids, judgments, int(offsets[-1]), finite=True)
-    try:
-        ids = _id_codes(judgments, int(offsets[-1]))
-    except TypeError:  # ids that are not strings (ints, numpy ints): read as strings
-        ids = _id_codes([string_keys(docs, "qrels", q) for q, docs in zip(query_ids, judgments)], int(offsets[-1]))
-    return (offsets, *ids, grades)
+    return (offsets, *_string_id_codes("qrels", query_ids, judgments, int(offsets[-1])), grades)
 
 
 def _ranx_judgments(qrels, query_ids: list, typed_ids) -> tuple:
@@ -322,16 +327,10 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
 
 
 def _chunk_arrays(query_ids: list, runs: list, offsets: np.ndarray, first: int, last: int) -> tuple:
-    """(scores, codes, lo, hi) of queries first..last-1 (ids as `_id_codes`); ids that are not strings
-    (ints, numpy ints) are read as strings, in `runs` itself (the caller's list, not the user's dicts)."""
+    """(scores, codes, lo, hi) of queries first..last-1 (ids as `_string_id_codes`)."""
     n_chunk = int(offsets[last] - offsets[first])
-    try:
-        codes, lo, hi = _id_codes(runs[first:last], n_chunk)
-    except TypeError:
-        runs[first:last] = [string_keys(docs, "run", q) for q, docs in zip(query_ids[first:last], runs[first:last])]
-        codes, lo, hi = _id_codes(runs[first:last], n_chunk)
-    scores = _float_values("Run score", query_ids[first:last], runs[first:last], n_chunk, finite=False)
-    return scores, codes, lo, hi
+    codes, lo, hi = _string_id_codes("run", query_ids[first:last], runs[first:last], n_chunk)
+    return _float_values("Run score", query_ids[first:last], runs[first:last], n_chunk, finite=False), codes, lo, hi
 
 
 def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> RankedLists:

@@ -17,9 +17,9 @@ from Python costs about 1 µs per lookup, so every pass over them runs in numba:
 
 `read_run` and `fingerprint_part` release the GIL and read disjoint ranges of
 queries on threads (`tieaware.threads`): each range hashes from 0 and `joined`
-combines the parts into the hash one pass would give. These kernels compile once per doc-id width
-(numba specialises on the dict types, as ranx's own kernels do); the group
-kernels they call take plain arrays and compile once.
+combines the parts into the hash one pass would give. These kernels compile
+once per doc-id width (numba specialises on the dict types, as ranx's own
+kernels do); the group kernels they call take plain arrays and compile once.
 """
 from __future__ import annotations
 
@@ -193,8 +193,8 @@ def fingerprint(td, seed) -> int:
     """A polynomial hash from `seed` folding in, in iteration order, every query id (`id_hash`) and
     its size, and each (id, value) (`_item`): any change of an id, a value or the order shows (but
     for a 64-bit hash's chance; ids cannot be built to collide without the seed). Ranges of queries
-    are hashed on threads and `joined`; `read_run` returns the same hash of a Run read in its own
-    order."""
+    are hashed on threads and `joined`; `read_run` returns the parts of the same hash for a Run read
+    in its own order."""
     query_ids, offsets = keys_and_sizes(td)
     return joined(seed, threads.map_ranges(lambda lo, hi: fingerprint_part(td, query_ids, lo, hi, seed),
                                            threads.query_ranges(offsets)))

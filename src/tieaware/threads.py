@@ -47,12 +47,12 @@ def n_threads() -> int:
     return max(1, min(int(available or 1), limit))
 
 
-def query_ranges(offsets: np.ndarray, parts: int | None = None) -> list[tuple[int, int]]:
+def query_ranges(offsets: np.ndarray) -> list[tuple[int, int]]:
     """Split the queries of CSR `offsets` ((Q+1,) documents) into contiguous ranges (lo, hi) of about
-    equal documents: `n_threads` ranges (or `parts`), fewer for small runs, at least one."""
+    equal documents: `n_threads` ranges, fewer for small runs, at least one."""
     n_queries = offsets.size - 1
     total = int(offsets[-1]) if n_queries > 0 else 0
-    parts = min(n_threads() if parts is None else parts, max(1, total // MIN_DOCS_PER_THREAD), max(1, n_queries))
+    parts = min(n_threads(), max(1, total // MIN_DOCS_PER_THREAD), max(1, n_queries))
     cuts = np.searchsorted(offsets, np.arange(1, parts) * (total / parts), side="left")
     bounds = [0, *sorted(set(int(c) for c in cuts) - {0, n_queries}), n_queries]
     return list(zip(bounds[:-1], bounds[1:]))
