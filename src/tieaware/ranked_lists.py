@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 import numpy as np
-from numba import types
-from numba.typed import List as TypedList
 
 from . import ranx_reader, threads
 from .errors import InputError, QueryMismatchError
@@ -271,16 +269,9 @@ def _ranx_judgments(qrels, query_ids: list, typed_ids) -> tuple:
     return offsets, codes, lo, hi, grades
 
 
-def _typed(query_ids: list) -> TypedList:
-    """Query ids as a numba typed list of str (typed even when empty: numba rejects an untyped one)."""
-    typed = TypedList.empty_list(types.unicode_type)
-    typed.extend(query_ids)
-    return typed
-
-
 def _judgments(qrels, query_ids: list, typed_ids=None) -> tuple:
     if is_ranx_qrels(qrels):
-        return _ranx_judgments(qrels, query_ids, _typed(query_ids) if typed_ids is None else typed_ids)
+        return _ranx_judgments(qrels, query_ids, ranx_reader.typed(query_ids) if typed_ids is None else typed_ids)
     return _dict_judgments(qrels, query_ids)
 
 
@@ -335,11 +326,11 @@ def _chunk_arrays(query_ids: list, runs: list, offsets: np.ndarray, first: int, 
 
 def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> RankedLists:
     if make_comparable:
-        typed_ids = _typed(query_ids)
+        typed_ids = ranx_reader.typed(query_ids)
         offsets = ranx_reader.run_sizes(run.run, typed_ids)
-    else:  # query_ids is list(run.run.keys()) (`_query_ids`): the same dict iterated in the same order
+    else:  # query_ids are the Run's keys (`_query_ids`): the same dict iterated in the same order
         typed_ids, offsets = ranx_reader.keys_and_sizes(run.run)
-        if len(typed_ids) != len(query_ids):  # only if another thread changed the Run meanwhile
+        if offsets.size != len(query_ids) + 1:  # only if another thread changed the Run meanwhile
             raise InputError("The ranx Run changed while it was being read (queries added or removed).")
     qrel_offsets, jcodes, j_lo, j_hi, grades = _judgments(qrels, query_ids, typed_ids)
     n_ret = np.diff(offsets)
@@ -365,9 +356,18 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> Ranked
 
 
 # ------------------------------------------------------------------ assembling
+def _keys(container) -> list:
+    """The query ids of a run or qrels, in its order (a ranx object's read in numba: `ranx_reader.queries`)."""
+    if is_ranx_run(container):
+        return ranx_reader.queries(container.run)[0]
+    if is_ranx_qrels(container):
+        return ranx_reader.queries(container.qrels)[0]
+    return list(container.keys())
+
+
 def _query_ids(qrels, run, make_comparable: bool) -> list:
-    run_ids = list(run.run.keys()) if is_ranx_run(run) else list(run.keys())
-    qrels_ids = list(qrels.qrels.keys()) if is_ranx_qrels(qrels) else list(qrels.keys())
+    run_ids = _keys(run)
+    qrels_ids = _keys(qrels)
     qrels_set = set(qrels_ids)
     run_set = set(run_ids)
     if make_comparable:
@@ -417,8 +417,8 @@ def run_scores(run) -> tuple[list, np.ndarray, np.ndarray]:
     """(query ids, CSR offsets, scores in the run's order) of a run alone."""
     run = load_run(run)
     if is_ranx_run(run):
-        typed_ids, offsets = ranx_reader.keys_and_sizes(run.run)
-        return list(run.run.keys()), offsets, ranx_reader.run_scores(run.run, typed_ids, offsets)
+        query_ids, typed_ids, offsets = ranx_reader.queries(run.run)
+        return query_ids, offsets, ranx_reader.run_scores(run.run, typed_ids, offsets)
     query_ids = list(run.keys())
     offsets = np.zeros(len(query_ids) + 1, np.int64)
     per_query = [run[q] for q in query_ids]

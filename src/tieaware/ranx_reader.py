@@ -10,6 +10,10 @@ from Python costs about 1 µs per lookup, so every pass over them runs in numba:
   read as code points, never turned into strings (a typed-dict lookup by string
   costs ~0.5 µs); code point order is the order trec_eval's ``strcmp`` gives
   their UTF-8 bytes.
+* `queries` and `typed`: query ids between Python and numba. A typed dict or
+  list is never iterated, sized or built from Python: numba compiles those
+  methods at run time, per dict type and uncached (0.2 s and ~5 MB per type in
+  every new process); ids cross as code points (`key_codes`, `typed_keys`).
 * `fingerprint`: a hash of every id and value, so a cached conversion is
   served only while the objects still hold the same data (ranx's ``add_score``
   and friends mutate the typed dicts in place); `read_run` returns its parts
@@ -25,6 +29,13 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
+from numba.cpython.unicode import (
+    PY_UNICODE_1BYTE_KIND,
+    PY_UNICODE_2BYTE_KIND,
+    PY_UNICODE_4BYTE_KIND,
+    _empty_string,
+    _set_code_point,
+)
 from numba.typed import List
 
 from . import threads
@@ -89,6 +100,66 @@ def keys_and_sizes(td):
         offsets[len(keys) + 1] = offsets[len(keys)] + len(inner)
         keys.append(key)
     return keys, offsets
+
+
+@kernel
+def key_codes(keys):
+    """The code points of a typed list of str laid end to end, and where each one ends."""
+    ends = np.empty(len(keys), np.int64)
+    total = 0
+    for i in range(len(keys)):
+        total += len(keys[i])
+        ends[i] = total
+    codes = np.empty(total, np.uint32)
+    c = 0
+    for i in range(len(keys)):
+        key = keys[i]
+        for t in range(len(key)):
+            codes[c] = code_at(key, t)
+            c += 1
+    return codes, ends
+
+
+@kernel
+def typed_keys(codes, ends):
+    """The typed list of str whose code points `key_codes` gives. Each str gets the narrowest kind
+    that holds its code points, as CPython's do: numba hashes a str's raw data, so only then does
+    it find the key in a typed dict."""
+    keys = List.empty_list(types.unicode_type)
+    start = 0
+    for i in range(ends.shape[0]):
+        widest = 0
+        for c in range(start, ends[i]):
+            widest = max(widest, codes[c])
+        if widest < 256:
+            kind = PY_UNICODE_1BYTE_KIND
+        elif widest < 65536:
+            kind = PY_UNICODE_2BYTE_KIND
+        else:
+            kind = PY_UNICODE_4BYTE_KIND
+        key = _empty_string(kind, ends[i] - start, 1 if widest < 128 else 0)
+        for c in range(start, ends[i]):
+            _set_code_point(key, c - start, codes[c])
+        keys.append(key)
+        start = ends[i]
+    return keys
+
+
+def queries(td) -> tuple[list, List, np.ndarray]:
+    """(the keys of a Run's or Qrels' dict as Python str, the same as a typed list, CSR offsets
+    (Q+1,) of their inner dicts), in the dict's order."""
+    keys, offsets = keys_and_sizes(td)
+    codes, ends = key_codes(keys)
+    text = codes.tobytes().decode("utf-32-le", "surrogatepass")
+    starts = np.zeros_like(ends)
+    starts[1:] = ends[:-1]
+    return [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())], keys, offsets
+
+
+def typed(ids: list) -> List:
+    """Python str ids as a numba typed list (built in numba: `typed_keys`)."""
+    codes = np.frombuffer("".join(ids).encode("utf-32-le", "surrogatepass"), np.uint32)
+    return typed_keys(codes, np.cumsum(np.fromiter(map(len, ids), np.int64, len(ids))))
 
 
 @kernel
