@@ -232,10 +232,34 @@ def test_unknown_oblivious_order():
         tieaware.evaluate(QRELS, RUN, "map", oblivious="lucene")
 
 
-def test_import_does_not_load_torch():
-    code = "import sys, tieaware; tieaware.evaluate({'q': {'d': 1}}, {'q': {'d': 1.0}}, 'map'); " \
-           "assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
+def test_evaluate_loads_neither_torch_nor_pandas():
+    """pandas (~0.15 s of a first evaluate) is imported only when a per-query table is asked for."""
+    code = "import sys, tieaware; r = tieaware.evaluate({'q': {'d': 1}}, {'q': {'d': 1.0}}, ['map', 'P@1']); " \
+           "assert float(r['map']) == 1.0 and r['P@1'].n_queries_with_ties == 0; " \
+           "assert 'torch' not in sys.modules and 'transformers' not in sys.modules; " \
+           "assert 'pandas' not in sys.modules; r['map'].per_query; assert 'pandas' in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_per_query_table_is_built_from_the_statistics_read_without_it():
+    """`MetricResult.values` (no DataFrame) and the lazily built ``per_query`` agree column by column,
+    the means are those of its columns, and a pickled result keeps both."""
+    from tieaware.report import PER_QUERY_COLUMNS
+
+    for res in tieaware.evaluate(QRELS, RUN, ["ndcg@3", "mrr", "P@2"]).values():
+        frame = res.per_query
+        assert res.query_ids == list(frame.index) == ["q1", "q2"]
+        for column in PER_QUERY_COLUMNS:
+            assert np.array_equal(res.values(column), frame[column].to_numpy()), column
+        for column in ("expected", "oblivious", "min", "max"):
+            assert getattr(res, column) == frame[column].mean(), column
+        assert res.tie_std == math.sqrt(frame["variance"].sum()) / 2
+        clone = pickle.loads(pickle.dumps(res))
+        assert clone == res and clone.min == res.min and clone.per_query.equals(frame)
+        res.values("expected")[:] = -1.0  # a copy: the result is unchanged
+        assert res.values("expected").min() >= 0
+    with pytest.raises(KeyError, match="unknown per-query statistic 'std'"):
+        res.values("std")
 
 
 def test_census_counts_ties():

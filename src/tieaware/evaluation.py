@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import warnings
 
@@ -12,7 +13,7 @@ from .inputs import QrelsLike, RunLike, is_ranx_run
 from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricsLike, MetricSpec, parse_metrics
 from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ir_measures_order, ranked_lists
-from .report import EvaluationReport, MetricResult, per_query_frame
+from .report import EvaluationReport, MetricResult
 from .threads import limited
 
 
@@ -111,32 +112,37 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             query_ids, frames = evaluate_stream(qrels, run, specs, make_comparable, oblivious,
                                                 chunk_queries=None if stream is True else stream,
                                                 per_query_out=per_query_out)
+            results = {spec.name: MetricResult(spec.name, frames[spec.name], oblivious) for spec in specs}
         else:
-            query_ids, frames = per_query_frames(qrels, run, specs, make_comparable, oblivious)
-    if not stream and per_query_out is not None:
-        from .streaming import write_per_query
+            query_ids, tables = per_query_tables(qrels, run, specs, make_comparable, oblivious)
+            results = {spec.name: MetricResult.from_table(spec.name, query_ids, tables[spec.name], oblivious)
+                       for spec in specs}
+            if per_query_out is not None:
+                from .streaming import write_per_query
 
-        write_per_query(per_query_out, frames, oblivious, append=False)
+                write_per_query(per_query_out, {name: r.per_query for name, r in results.items()}, oblivious,
+                                append=False)
     if not query_ids:
         warnings.warn("No queries to evaluate (empty qrels and run): every result is NaN.", RuntimeWarning,
                       stacklevel=2)
-    results = {spec.name: MetricResult(spec.name, frames[spec.name], oblivious) for spec in specs}
     if save_results_in_run:
         _save_in_run(run, results)
     if not return_mean:
-        out = {name: r.per_query["expected"].to_numpy() for name, r in results.items()}
+        out = {name: r.values("expected") for name, r in results.items()}
     elif return_std:
-        out = {name: {"mean": r, "std": float(r.per_query["expected"].std(ddof=0))} for name, r in results.items()}
+        out = {name: {"mean": r, "std": float(r.values("expected").std()) if query_ids else math.nan}
+               for name, r in results.items()}
     else:
         out = EvaluationReport(results)
     single = len(specs) == 1 and (isinstance(metrics, str) or type(metrics).__module__.startswith("ir_measures"))
     return next(iter(out.values())) if single else out
 
 
-def per_query_frames(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str):
-    """(query ids, {metric name: per-query DataFrame}) of one qrels/run pair held in memory."""
+def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str):
+    """(query ids, {metric name: per-query table (Q, 5), `metric_stats`' columns}) of one qrels/run
+    pair held in memory. The tables are read-only: they are cached with a ranx Run's conversion."""
     lists = ranked_lists(qrels, run, make_comparable)
-    frames = {}
+    tables = {}
     for spec in specs:
         order = tie_order(spec, oblivious)
         key = (dataclasses.replace(spec, name=""), order)
@@ -146,8 +152,8 @@ def per_query_frames(qrels, run, specs: list[MetricSpec], make_comparable: bool,
             stats = _finite_stats(lists, lists.judged[order], spec)
             stats.setflags(write=False)
             lists.stats[key] = stats
-        frames[spec.name] = per_query_frame(lists.query_ids, lists.stats[key])
-    return lists.query_ids, frames
+        tables[spec.name] = lists.stats[key]
+    return lists.query_ids, tables
 
 
 def _check_arguments(oblivious, relevance_level, threads) -> None:
@@ -180,4 +186,4 @@ def _save_in_run(run, results: dict) -> None:
         raise InputError("save_results_in_run=True needs a ranx Run.")
     for name, r in results.items():
         run.mean_scores[name] = r.expected
-        run.scores[name] = r.per_query["expected"].to_dict()
+        run.scores[name] = dict(zip(r.query_ids, r.values("expected").tolist()))

@@ -9,13 +9,18 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .display import text_table
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 PER_QUERY_COLUMNS = ["expected", "oblivious", "min", "max", "range", "bias", "variance"]
+#: the columns of the metric kernels' per-query tables (`tieaware.evaluation.metric_stats`)
+KERNEL_COLUMNS = ["expected", "variance", "min", "max", "oblivious"]
 SUMMARY_COLUMNS = ["expected", "oblivious", "min", "max", "range", "bias", "tie_std"]
 
 
@@ -35,6 +40,7 @@ class MetricResult(float):
             deprecated alias.
         per_query: DataFrame indexed by query id with expected, oblivious, min, max,
             range, bias and variance (over tie orderings).
+        query_ids: the queries, in the order of per_query (the run's).
         oblivious_order: "trec_eval", "ranx" or "input".
     """
 
@@ -46,27 +52,59 @@ class MetricResult(float):
     range: float
     bias: float
     tie_std: float
-    per_query: pd.DataFrame
+    query_ids: list
     oblivious_order: str
 
     def __new__(cls, name: str, per_query: pd.DataFrame, oblivious_order: str) -> MetricResult:
-        n = len(per_query)
-        expected = float(per_query["expected"].mean()) if n else math.nan  # no queries: NaN, as ir_measures
+        table = per_query[KERNEL_COLUMNS].to_numpy(np.float64).reshape(-1, len(KERNEL_COLUMNS))
+        self = cls.from_table(name, list(per_query.index), table, oblivious_order)
+        self._per_query = per_query
+        return self
+
+    @classmethod
+    def from_table(cls, name: str, query_ids: list, table: np.ndarray, oblivious_order: str) -> MetricResult:
+        """From a kernel table (Q, 5) with columns E, Var, min, max, oblivious per query (`KERNEL_COLUMNS`);
+        ``per_query`` is built from it when first read (most callers only read the means)."""
+        columns = {c: np.ascontiguousarray(table[:, i], np.float64) for i, c in enumerate(KERNEL_COLUMNS)}
+        n = len(query_ids)
+        expected = float(columns["expected"].mean()) if n else math.nan  # no queries: NaN, as ir_measures
         self = super().__new__(cls, expected)
         self.name = name
-        self.per_query = per_query
         self.oblivious_order = oblivious_order
+        self.query_ids = query_ids
+        self._columns = columns
+        self._per_query = None
         self.expected = expected
         if n:
-            self.oblivious = float(per_query["oblivious"].mean())
-            self.min = float(per_query["min"].mean())
-            self.max = float(per_query["max"].mean())
-            self.tie_std = math.sqrt(float(per_query["variance"].sum())) / n
+            self.oblivious = float(columns["oblivious"].mean())
+            self.min = float(columns["min"].mean())
+            self.max = float(columns["max"].mean())
+            self.tie_std = math.sqrt(float(columns["variance"].sum())) / n
         else:
             self.oblivious = self.min = self.max = self.tie_std = math.nan
         self.range = self.max - self.min
         self.bias = self.oblivious - self.expected
         return self
+
+    @property
+    def per_query(self) -> pd.DataFrame:
+        """DataFrame indexed by query id: expected, oblivious, min, max, range, bias, variance."""
+        if self._per_query is None:
+            self._per_query = per_query_frame(self.query_ids, np.column_stack(
+                [self._columns[c] for c in KERNEL_COLUMNS]))
+        return self._per_query
+
+    def values(self, statistic: str = "expected") -> np.ndarray:
+        """One per-query column of `per_query` as a numpy array (query order: the run's), read
+        without building the DataFrame."""
+        columns = self._columns
+        if statistic == "range":
+            return columns["max"] - columns["min"]
+        if statistic == "bias":
+            return columns["oblivious"] - columns["expected"]
+        if statistic not in columns:
+            raise KeyError(f"unknown per-query statistic {statistic!r}; known: {PER_QUERY_COLUMNS}")
+        return columns[statistic].copy()
 
     @property
     def std(self) -> float:
@@ -76,16 +114,17 @@ class MetricResult(float):
         return self.tie_std
 
     def __reduce__(self):
-        return (MetricResult, (self.name, self.per_query, self.oblivious_order))
+        table = np.column_stack([self._columns[c] for c in KERNEL_COLUMNS])
+        return (MetricResult.from_table, (self.name, self.query_ids, table, self.oblivious_order))
 
     @property
     def n_queries(self) -> int:
-        return len(self.per_query)
+        return len(self.query_ids)
 
     @property
     def n_queries_with_ties(self) -> int:
         """Queries whose value depends on the order of tied documents (range > 0)."""
-        return int((self.per_query["range"] > 0).sum())
+        return int((self.values("range") > 0).sum())
 
     def to_dict(self) -> dict:
         """Summary as plain floats (JSON-ready)."""
@@ -105,11 +144,15 @@ class EvaluationReport(dict):
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per metric: expected, oblivious, min, max, range, bias, tie_std."""
+        import pandas as pd
+
         rows = [r.to_dict() for r in self.values()]
         return pd.DataFrame(rows).set_index("metric") if rows else pd.DataFrame(columns=SUMMARY_COLUMNS)
 
     def per_query(self) -> pd.DataFrame:
         """Long table: one row per (metric, query)."""
+        import pandas as pd
+
         frames = [r.per_query.assign(metric=name) for name, r in self.items()]
         return pd.concat(frames).reset_index().set_index(["metric", "query_id"])
 
@@ -125,8 +168,11 @@ class EvaluationReport(dict):
 
 
 def per_query_frame(query_ids: list, table: np.ndarray) -> pd.DataFrame:
-    """Per-query DataFrame from a kernel table with columns (E, Var, min, max, obl)."""
-    expected, variance, low, high, oblivious = table.T
+    """Per-query DataFrame from a kernel table with columns `KERNEL_COLUMNS` (pandas is imported
+    here, when a table is first asked for: ~0.15 s of every process's first evaluate otherwise)."""
+    import pandas as pd
+
+    expected, variance, low, high, oblivious = np.asarray(table, np.float64).reshape(-1, 5).T
     frame = pd.DataFrame({
         "expected": expected, "oblivious": oblivious, "min": low, "max": high,
         "range": high - low, "bias": oblivious - expected, "variance": variance,

@@ -27,7 +27,7 @@ import pandas as pd
 
 from .errors import InputError, QueryMismatchError
 from .inputs import _checked_path, _layout_hint, _score, is_ranx_qrels, iter_lines, load_qrels, put_value
-from .report import PER_QUERY_COLUMNS, EvaluationReport, MetricResult
+from .report import PER_QUERY_COLUMNS, EvaluationReport, MetricResult, per_query_frame
 
 #: Queries per chunk unless given.
 CHUNK_QUERIES = 1_000
@@ -102,9 +102,9 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
                     chunk_queries: int | None = None, per_query_out=None) -> tuple[list, dict]:
     """(query ids, {metric: per-query DataFrame}) of a TREC run file read chunk by chunk.
 
-    Same query order, values and errors as the in-memory path (`evaluation.per_query_frames`).
+    Same query order, values and errors as the in-memory path (`evaluation.per_query_tables`).
     """
-    from .evaluation import per_query_frames
+    from .evaluation import per_query_tables
 
     if not isinstance(run, (str, os.PathLike)):
         raise InputError(f"stream=True reads a TREC run file; got a {type(run).__name__} (evaluate it in memory).")
@@ -126,7 +126,8 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
         extra.extend(q for q in chunk if q not in qrels)
         if not judged:
             return
-        _, frames = per_query_frames({q: qrels[q] for q in judged}, judged, specs, False, oblivious)
+        query_ids, tables = per_query_tables({q: qrels[q] for q in judged}, judged, specs, False, oblivious)
+        frames = {name: per_query_frame(query_ids, table) for name, table in tables.items()}
         for name, frame in frames.items():
             pieces[name].append(frame)
         if per_query_out is not None:
