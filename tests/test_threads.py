@@ -175,3 +175,35 @@ def test_a_second_process_compiles_nothing(tmp_path):
     second = _run_python(code, env)
     assert second.returncode == 0, second.stderr[-3000:]
     assert json.loads(second.stdout.splitlines()[-1])[0] == 0, "the second process compiled kernels again"
+
+
+def test_map_kernel_compiles_on_the_calling_thread_and_keeps_call_order():
+    """numba compiles (or loads) a kernel in the thread that first calls it, and code loaded on a
+    worker thread stays in that thread's malloc arena: `threads.map_kernel` compiles on the caller's
+    thread before any worker calls it; results come back in the order of the calls."""
+    import threading
+
+    import numba
+
+    from tieaware import threads
+
+    @numba.njit(nogil=True)
+    def weighted_sum(values, weight):
+        return (values * weight).sum()
+
+    dispatcher_compile = numba.core.dispatcher.Dispatcher.compile
+    compiled_on = []
+
+    def recording(self, signature):
+        if self is weighted_sum:
+            compiled_on.append(threading.get_ident())
+        return dispatcher_compile(self, signature)
+
+    calls = [(np.arange(n, dtype=np.float64), float(n)) for n in (3, 1000, 10)]
+    numba.core.dispatcher.Dispatcher.compile = recording
+    try:
+        results = threads.map_kernel(weighted_sum, calls)
+    finally:
+        numba.core.dispatcher.Dispatcher.compile = dispatcher_compile
+    assert compiled_on and compiled_on[0] == threading.get_ident()
+    assert results == [float((values * weight).sum()) for values, weight in calls]

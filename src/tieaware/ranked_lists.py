@@ -293,21 +293,24 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
         ranges.append((first, last))
         first = last
 
-    def read(first: int, last: int, arrays: tuple) -> None:
-        read_chunk(offsets[first:last + 1] - offsets[first], *arrays, qrel_offsets, jcodes, j_lo, j_hi, grades, first,
-                   work, groups.out, groups.n_members, groups.n_groups, groups.first_nan, groups.room[first], SEED)
+    def arguments(first: int, last: int) -> tuple:
+        return (offsets[first:last + 1] - offsets[first], *_chunk_arrays(query_ids, runs, offsets, first, last),
+                qrel_offsets, jcodes, j_lo, j_hi, grades, first, work, groups.out, groups.n_members, groups.n_groups,
+                groups.first_nan, groups.room[first], SEED)
 
     if len(ranges) <= 1 or threads.n_threads() == 1:
         for first, last in ranges:
-            read(first, last, _chunk_arrays(query_ids, runs, offsets, first, last))
+            read_chunk(*arguments(first, last))
     else:
         with ThreadPoolExecutor(max_workers=1) as worker:
             pending = None
             for first, last in ranges:
-                arrays = _chunk_arrays(query_ids, runs, offsets, first, last)
-                if pending is not None:
+                args = arguments(first, last)
+                if pending is None:
+                    threads.compiled_here(read_chunk, args)
+                else:
                     pending.result()  # one chunk in flight: memory stays that of two chunks
-                pending = worker.submit(read, first, last, arrays)
+                pending = worker.submit(read_chunk, *args)
             pending.result()
 
     def all_scores() -> np.ndarray:
@@ -336,10 +339,9 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> Ranked
     n_ret = np.diff(offsets)
     groups = _Groups(n_ret, qrel_offsets)
     ranges = threads.query_ranges(offsets)
-    parts = threads.map_ranges(
-        lambda lo, hi: ranx_reader.read_run(run.run, typed_ids, lo, hi, offsets, qrel_offsets, jcodes, j_lo, j_hi,
-                                            grades, groups.work(), groups.out, groups.n_members, groups.n_groups,
-                                            groups.first_nan, groups.room[lo], SEED), ranges)
+    parts = threads.map_kernel(ranx_reader.read_run, [
+        (run.run, typed_ids, lo, hi, offsets, qrel_offsets, jcodes, j_lo, j_hi, grades, groups.work(), groups.out,
+         groups.n_members, groups.n_groups, groups.first_nan, groups.room[lo], SEED) for lo, hi in ranges])
     bad = np.flatnonzero(groups.first_nan >= 0)
     if bad.size:
         q = int(bad[0])

@@ -267,8 +267,8 @@ def fingerprint(td, seed) -> int:
     are hashed on threads and `joined`; `read_run` returns the parts of the same hash for a Run read
     in its own order."""
     query_ids, offsets = keys_and_sizes(td)
-    return joined(seed, threads.map_ranges(lambda lo, hi: fingerprint_part(td, query_ids, lo, hi, seed),
-                                           threads.query_ranges(offsets)))
+    return joined(seed, threads.map_kernel(fingerprint_part, [(td, query_ids, lo, hi, seed)
+                                                              for lo, hi in threads.query_ranges(offsets)]))
 
 
 @kernel
