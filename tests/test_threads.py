@@ -207,3 +207,24 @@ def test_map_kernel_compiles_on_the_calling_thread_and_keeps_call_order():
         numba.core.dispatcher.Dispatcher.compile = dispatcher_compile
     assert compiled_on and compiled_on[0] == threading.get_ident()
     assert results == [float((values * weight).sum()) for values, weight in calls]
+
+
+def test_submit_started_returns_once_the_worker_runs_the_call():
+    """The dict reader's pipeline hands each chunk over only when the worker holds it (a worker
+    waiting for the GIL behind the reading thread's C calls stalled up to 5 ms a chunk)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tieaware import threads
+
+    release = threading.Event()
+
+    def held(x):
+        release.wait()
+        return 2 * x
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = threads.submit_started(pool, held, (21,))
+        assert future.running()
+        release.set()
+        assert future.result() == 42

@@ -310,7 +310,7 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
                     threads.compiled_here(read_chunk, args)
                 else:
                     pending.result()  # one chunk in flight: memory stays that of two chunks
-                pending = worker.submit(read_chunk, *args)
+                pending = threads.submit_started(worker, read_chunk, args)
             pending.result()
 
     def all_scores() -> np.ndarray:
