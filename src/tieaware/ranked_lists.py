@@ -139,7 +139,8 @@ class _Groups:
 
     Query q has room for min(retrieved, judged) members from ``room[q]``, so ranges of queries are
     read independently (on threads, `tieaware.threads`), each writing its members in query order
-    from ``room`` of its first query; `close_gaps` then moves them next to each other."""
+    from ``room`` of its first query; `close_gaps` then moves them next to each other. (The dict
+    reader's chunks, read one after the other, write theirs end to end: one range, nothing to move.)"""
 
     def __init__(self, n_ret: np.ndarray, qrel_offsets: np.ndarray):
         n_judged = np.diff(qrel_offsets)
@@ -293,10 +294,12 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
         ranges.append((first, last))
         first = last
 
+    cursor = np.zeros(1, np.int64)  # chunks are read in order, each continuing where the one before ended
+
     def arguments(first: int, last: int) -> tuple:
         return (offsets[first:last + 1] - offsets[first], *_chunk_arrays(query_ids, runs, offsets, first, last),
                 qrel_offsets, jcodes, j_lo, j_hi, grades, first, work, groups.out, groups.n_members, groups.n_groups,
-                groups.first_nan, groups.room[first], SEED)
+                groups.first_nan, cursor, SEED)
 
     if len(ranges) <= 1 or threads.n_threads() == 1:
         for first, last in ranges:
@@ -316,8 +319,8 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
     def all_scores() -> np.ndarray:
         return np.fromiter(chain.from_iterable(map(dict.values, runs)), np.float64, int(offsets[-1]))
 
-    return groups.lists(query_ids, n_ret, qrel_offsets, grades, ranges, ranx_order=RANX_ARGSORT_REVERSED,
-                        all_scores=all_scores)
+    return groups.lists(query_ids, n_ret, qrel_offsets, grades, [(0, len(query_ids))],
+                        ranx_order=RANX_ARGSORT_REVERSED, all_scores=all_scores)
 
 
 def _chunk_arrays(query_ids: list, runs: list, offsets: np.ndarray, first: int, last: int) -> tuple:

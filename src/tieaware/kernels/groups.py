@@ -472,7 +472,8 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
 def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, qrel_offsets, jcodes, j_lo, j_hi, j_grade, q0, work,
                out, n_members, n_groups, first_nan, cursor, seed):
     """`query_groups` for queries q0, q0+1, ... of one chunk (documents CSR by doc_offsets, ids in codes);
-    judgments CSR by qrel_offsets over all queries; ids hashed from `seed`. Members go from `cursor` on.
+    judgments CSR by qrel_offsets over all queries; ids hashed from `seed`. Members go from cursor[0]
+    on, and cursor[0] is left past them: chunks read in order lay their members end to end.
     Releases the GIL: `tieaware.ranked_lists` reads the next chunk meanwhile."""
     doc_hash = np.empty(scores.shape[0], np.uint64)
     doc_key = np.empty(scores.shape[0], np.uint64)
@@ -484,6 +485,6 @@ def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, qrel_offsets, jcodes, j
         a, b = qrel_offsets[q], qrel_offsets[q + 1]
         members, groups, nan_at = query_groups(scores[lo:hi], codes, id_lo[lo:hi], id_hi[lo:hi], doc_hash[lo:hi],
                                                doc_key[lo:hi], jcodes, j_lo[a:b], j_hi[a:b], j_grade[a:b], work,
-                                               out, cursor, seed)
+                                               out, cursor[0], seed)
         n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
-        cursor += members
+        cursor[0] += members
