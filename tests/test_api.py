@@ -248,18 +248,18 @@ def test_per_query_table_is_built_from_the_statistics_read_without_it():
 
     for res in tieaware.evaluate(QRELS, RUN, ["ndcg@3", "mrr", "P@2"]).values():
         frame = res.per_query
-        assert res.query_ids == list(frame.index) == ["q1", "q2"]
+        assert res.query_ids == tuple(frame.index) == ("q1", "q2")
         for column in PER_QUERY_COLUMNS:
-            assert np.array_equal(res.values(column), frame[column].to_numpy()), column
+            assert np.array_equal(res.per_query_values(column), frame[column].to_numpy()), column
         for column in ("expected", "oblivious", "min", "max"):
             assert getattr(res, column) == frame[column].mean(), column
         assert res.tie_std == math.sqrt(frame["variance"].sum()) / 2
         clone = pickle.loads(pickle.dumps(res))
         assert clone == res and clone.min == res.min and clone.per_query.equals(frame)
-        res.values("expected")[:] = -1.0  # a copy: the result is unchanged
-        assert res.values("expected").min() >= 0
+        res.per_query_values("expected")[:] = -1.0  # a copy: the result is unchanged
+        assert res.per_query_values("expected").min() >= 0
     with pytest.raises(KeyError, match="unknown per-query statistic 'std'"):
-        res.values("std")
+        res.per_query_values("std")
 
 
 def test_census_counts_ties():

@@ -669,7 +669,7 @@ def test_ranx_query_ids_cross_between_python_and_numba_whole():
         expected = tieaware.evaluate(qrels, run.to_dict(), "mrr", make_comparable=True)
         assert res.query_ids == expected.query_ids, (qrels_kind, run_kind)
         assert sorted(res.query_ids) == sorted(ids[1:] + ["only judged"])
-        assert np.array_equal(res.values("min"), expected.values("min")), (qrels_kind, run_kind)
+        assert np.array_equal(res.per_query_values("min"), expected.per_query_values("min")), (qrels_kind, run_kind)
 
 
 def test_evaluating_ranx_objects_compiles_no_typed_container_method():
@@ -766,3 +766,19 @@ def test_input_errors_are_tieaware_errors_and_the_builtin_they_replace(call, bui
     with pytest.raises(TieawareError) as caught:
         call()
     assert isinstance(caught.value, builtin)
+
+
+def test_every_input_reaches_the_dict_chunk_reader_with_one_signature(monkeypatch):
+    """An empty chunk, empty qrels, ranx Qrels beside a dict run, non-string ids: `read_chunk` gets
+    arrays of one layout (numba types a read-only array apart from a writable one, and would compile
+    it again, on the worker thread)."""
+    from tieaware import ranked_lists as module
+    from tieaware.kernels.groups import read_chunk
+
+    monkeypatch.setattr(module, "CHUNK_DOCS", 4)
+    qrels, run = {"q0": {"d1": 1}, "q1": {"d1": 1, "d2": 0}}, {"q0": {}, "q1": {f"d{i}": 0.5 for i in range(9)}}
+    tieaware.evaluate(qrels, run, "ndcg@10")
+    tieaware.evaluate(ranx.Qrels(qrels), run, "ndcg@10")
+    tieaware.evaluate({"q0": {}, "q1": {}}, run, "ndcg@10")
+    tieaware.evaluate({"q0": {1: 1}, "q1": {2: 1}}, {"q0": {1: 0.5, 3: 0.5}, "q1": {2: 0.1}}, "ndcg@10")
+    assert len(read_chunk.signatures) == 1, read_chunk.signatures

@@ -225,6 +225,8 @@ def test_submit_started_returns_once_the_worker_runs_the_call():
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         future = threads.submit_started(pool, held, (21,))
-        assert future.running()
-        release.set()
+        try:
+            assert future.running()
+        finally:
+            release.set()
         assert future.result() == 42

@@ -128,9 +128,9 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
     if save_results_in_run:
         _save_in_run(run, results)
     if not return_mean:
-        out = {name: r.values("expected") for name, r in results.items()}
+        out = {name: r.per_query_values("expected") for name, r in results.items()}
     elif return_std:
-        out = {name: {"mean": r, "std": float(r.values("expected").std()) if query_ids else math.nan}
+        out = {name: {"mean": r, "std": float(r.per_query_values("expected").std()) if query_ids else math.nan}
                for name, r in results.items()}
     else:
         out = EvaluationReport(results)
@@ -186,4 +186,4 @@ def _save_in_run(run, results: dict) -> None:
         raise InputError("save_results_in_run=True needs a ranx Run.")
     for name, r in results.items():
         run.mean_scores[name] = r.expected
-        run.scores[name] = dict(zip(r.query_ids, r.values("expected").tolist()))
+        run.scores[name] = dict(zip(r.query_ids, r.per_query_values("expected").tolist()))

@@ -182,8 +182,8 @@ class _Groups:
 def _id_codes(per_query: list, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ids (keys) of the dicts in `per_query`, in order, as Unicode code points: (codes, lo, hi),
     id i being codes[lo[i]:hi[i]]. C-level: one ``str.join`` per dict, one UTF-32 encoding."""
-    if n == 0:
-        return np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if n == 0:  # codes read-only as np.frombuffer's: numba would compile read_chunk again for a writable array
+        return np.frombuffer(b"", np.uint32), np.zeros(0, np.int64), np.zeros(0, np.int64)
     text = "\0".join(["\0".join(docs) for docs in per_query if docs]) + "\0"
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
     hi = np.flatnonzero(codes == 0)
@@ -264,6 +264,7 @@ def _dict_judgments(qrels: dict, query_ids: list) -> tuple:
 def _ranx_judgments(qrels, query_ids: list, typed_ids) -> tuple:
     """`_dict_judgments` of a ranx Qrels (read in numba)."""
     offsets, codes, lo, hi, grades = ranx_reader.qrels_arrays(qrels.qrels, typed_ids)
+    codes.setflags(write=False)  # as the dict reader's: read_chunk compiles for one layout of its arguments
     if not np.isfinite(grades).all():
         _name_bad_value("Relevance", query_ids, [dict(qrels.qrels[q]) if q in qrels.qrels else {} for q in query_ids],
                         finite=True)

@@ -11,9 +11,10 @@ from Python costs about 1 µs per lookup, so every pass over them runs in numba:
   costs ~0.5 µs); code point order is the order trec_eval's ``strcmp`` gives
   their UTF-8 bytes.
 * `queries` and `typed`: query ids between Python and numba. A typed dict or
-  list is never iterated, sized or built from Python: numba compiles those
-  methods at run time, per dict type and uncached (0.2 s and ~5 MB per type in
-  every new process); ids cross as code points (`key_codes`, `typed_keys`).
+  list is never iterated, sized or built from Python (but to name a bad value
+  in an error message): numba compiles those methods at run time, per dict type
+  and uncached (0.2 s and ~5 MB per type in every new process); ids cross as
+  code points (`key_codes`, `typed_keys`).
 * `fingerprint`: a hash of every id and value, so a cached conversion is
   served only while the objects still hold the same data (ranx's ``add_score``
   and friends mutate the typed dicts in place); `read_run` returns its parts

@@ -40,7 +40,7 @@ class MetricResult(float):
             deprecated alias.
         per_query: DataFrame indexed by query id with expected, oblivious, min, max,
             range, bias and variance (over tie orderings).
-        query_ids: the queries, in the order of per_query (the run's).
+        query_ids: the queries (a tuple), in the order of per_query (the run's).
         oblivious_order: "trec_eval", "ranx" or "input".
     """
 
@@ -52,7 +52,7 @@ class MetricResult(float):
     range: float
     bias: float
     tie_std: float
-    query_ids: list
+    query_ids: tuple
     oblivious_order: str
 
     def __new__(cls, name: str, per_query: pd.DataFrame, oblivious_order: str) -> MetricResult:
@@ -71,7 +71,7 @@ class MetricResult(float):
         self = super().__new__(cls, expected)
         self.name = name
         self.oblivious_order = oblivious_order
-        self.query_ids = query_ids
+        self.query_ids = tuple(query_ids)  # a copy: the list of a cached conversion is never handed out
         self._columns = columns
         self._per_query = None
         self.expected = expected
@@ -94,7 +94,7 @@ class MetricResult(float):
                 [self._columns[c] for c in KERNEL_COLUMNS]))
         return self._per_query
 
-    def values(self, statistic: str = "expected") -> np.ndarray:
+    def per_query_values(self, statistic: str = "expected") -> np.ndarray:
         """One per-query column of `per_query` as a numpy array (query order: the run's), read
         without building the DataFrame."""
         columns = self._columns
@@ -124,7 +124,7 @@ class MetricResult(float):
     @property
     def n_queries_with_ties(self) -> int:
         """Queries whose value depends on the order of tied documents (range > 0)."""
-        return int((self.values("range") > 0).sum())
+        return int((self.per_query_values("range") > 0).sum())
 
     def to_dict(self) -> dict:
         """Summary as plain floats (JSON-ready)."""
