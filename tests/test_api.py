@@ -242,7 +242,7 @@ def test_evaluate_loads_neither_torch_nor_pandas():
 
 
 def test_per_query_table_is_built_from_the_statistics_read_without_it():
-    """`MetricResult.values` (no DataFrame) and the lazily built ``per_query`` agree column by column,
+    """`MetricResult.per_query_values` (no DataFrame) and the lazily built ``per_query`` agree column by column,
     the means are those of its columns, and a pickled result keeps both."""
     from tieaware.report import PER_QUERY_COLUMNS
 

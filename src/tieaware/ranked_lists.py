@@ -331,14 +331,14 @@ def _chunk_arrays(query_ids: list, runs: list, offsets: np.ndarray, first: int, 
     return _float_values("Run score", query_ids[first:last], runs[first:last], n_chunk, finite=False), codes, lo, hi
 
 
-def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> RankedLists:
+def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys: tuple) -> RankedLists:
+    """`run_keys`: the Run's own keys as a typed list and its CSR offsets (`ranx_reader.queries`),
+    which are `query_ids` unless ``make_comparable``."""
     if make_comparable:
         typed_ids = ranx_reader.typed(query_ids)
         offsets = ranx_reader.run_sizes(run.run, typed_ids)
-    else:  # query_ids are the Run's keys (`_query_ids`): the same dict iterated in the same order
-        typed_ids, offsets = ranx_reader.keys_and_sizes(run.run)
-        if offsets.size != len(query_ids) + 1:  # only if another thread changed the Run meanwhile
-            raise InputError("The ranx Run changed while it was being read (queries added or removed).")
+    else:
+        typed_ids, offsets = run_keys
     qrel_offsets, jcodes, j_lo, j_hi, grades = _judgments(qrels, query_ids, typed_ids)
     n_ret = np.diff(offsets)
     groups = _Groups(n_ret, qrel_offsets)
@@ -362,18 +362,10 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool) -> Ranked
 
 
 # ------------------------------------------------------------------ assembling
-def _keys(container) -> list:
-    """The query ids of a run or qrels, in its order (a ranx object's read in numba: `ranx_reader.queries`)."""
-    if is_ranx_run(container):
-        return ranx_reader.queries(container.run)[0]
-    if is_ranx_qrels(container):
-        return ranx_reader.queries(container.qrels)[0]
-    return list(container.keys())
-
-
-def _query_ids(qrels, run, make_comparable: bool) -> list:
-    run_ids = _keys(run)
-    qrels_ids = _keys(qrels)
+def _query_ids(qrels, run_ids: list, make_comparable: bool) -> list:
+    """The evaluated queries: the run's (`run_ids`, in its order); with ``make_comparable`` those
+    with qrels, then the qrels' queries the run lacks. A mismatch otherwise raises."""
+    qrels_ids = ranx_reader.queries(qrels.qrels)[0] if is_ranx_qrels(qrels) else list(qrels.keys())
     qrels_set = set(qrels_ids)
     run_set = set(run_ids)
     if make_comparable:
@@ -406,11 +398,11 @@ def ranked_lists(qrels, run, make_comparable: bool = False) -> RankedLists:
         if hit is not None and hit[0]() is qrels and hit[1] == qrels_hash \
                 and hit[2] == ranx_reader.fingerprint(run.run, SEED):
             return hit[3]
-    query_ids = _query_ids(qrels, run, make_comparable)  # raises on a mismatch
     if is_ranx_run(run):
-        lists = _from_ranx_run(qrels, run, query_ids, make_comparable)
+        run_ids, *run_keys = ranx_reader.queries(run.run)  # read in numba, once
+        lists = _from_ranx_run(qrels, run, _query_ids(qrels, run_ids, make_comparable), make_comparable, run_keys)
     else:
-        lists = _from_dicts(qrels, run, query_ids)
+        lists = _from_dicts(qrels, run, _query_ids(qrels, list(run.keys()), make_comparable))
     if cacheable:
         run_hash = lists.run_fingerprint
         per_run.clear()

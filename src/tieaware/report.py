@@ -56,30 +56,32 @@ class MetricResult(float):
     oblivious_order: str
 
     def __new__(cls, name: str, per_query: pd.DataFrame, oblivious_order: str) -> MetricResult:
-        table = per_query[KERNEL_COLUMNS].to_numpy(np.float64).reshape(-1, len(KERNEL_COLUMNS))
-        self = cls.from_table(name, list(per_query.index), table, oblivious_order)
+        self = cls.from_table(name, list(per_query.index), per_query[KERNEL_COLUMNS].to_numpy(np.float64),
+                              oblivious_order)
         self._per_query = per_query
         return self
 
     @classmethod
     def from_table(cls, name: str, query_ids: list, table: np.ndarray, oblivious_order: str) -> MetricResult:
-        """From a kernel table (Q, 5) with columns E, Var, min, max, oblivious per query (`KERNEL_COLUMNS`);
-        ``per_query`` is built from it when first read (most callers only read the means)."""
-        columns = {c: np.ascontiguousarray(table[:, i], np.float64) for i, c in enumerate(KERNEL_COLUMNS)}
+        """From a kernel table (Q, 5) with columns E, Var, min, max, oblivious per query (`KERNEL_COLUMNS`),
+        kept as given (the evaluate path's are read-only); ``per_query`` is built from it when first
+        read (most callers only read the means)."""
+        table = np.asarray(table, np.float64).reshape(-1, len(KERNEL_COLUMNS))
         n = len(query_ids)
-        expected = float(columns["expected"].mean()) if n else math.nan  # no queries: NaN, as ir_measures
-        self = super().__new__(cls, expected)
+        expected, variance, low, high, oblivious = (table[:, i] for i in range(len(KERNEL_COLUMNS)))
+        mean_expected = float(expected.mean()) if n else math.nan  # no queries: NaN, as ir_measures
+        self = super().__new__(cls, mean_expected)
         self.name = name
         self.oblivious_order = oblivious_order
         self.query_ids = tuple(query_ids)  # a copy: the list of a cached conversion is never handed out
-        self._columns = columns
+        self._table = table
         self._per_query = None
-        self.expected = expected
+        self.expected = mean_expected
         if n:
-            self.oblivious = float(columns["oblivious"].mean())
-            self.min = float(columns["min"].mean())
-            self.max = float(columns["max"].mean())
-            self.tie_std = math.sqrt(float(columns["variance"].sum())) / n
+            self.oblivious = float(oblivious.mean())
+            self.min = float(low.mean())
+            self.max = float(high.mean())
+            self.tie_std = math.sqrt(float(variance.sum())) / n
         else:
             self.oblivious = self.min = self.max = self.tie_std = math.nan
         self.range = self.max - self.min
@@ -90,21 +92,20 @@ class MetricResult(float):
     def per_query(self) -> pd.DataFrame:
         """DataFrame indexed by query id: expected, oblivious, min, max, range, bias, variance."""
         if self._per_query is None:
-            self._per_query = per_query_frame(self.query_ids, np.column_stack(
-                [self._columns[c] for c in KERNEL_COLUMNS]))
+            self._per_query = per_query_frame(self.query_ids, self._table)
         return self._per_query
 
     def per_query_values(self, statistic: str = "expected") -> np.ndarray:
-        """One per-query column of `per_query` as a numpy array (query order: the run's), read
-        without building the DataFrame."""
-        columns = self._columns
+        """One per-query column of `per_query` as a numpy array (a copy; query order: the run's),
+        read without building the DataFrame."""
+        column = {c: self._table[:, i] for i, c in enumerate(KERNEL_COLUMNS)}
         if statistic == "range":
-            return columns["max"] - columns["min"]
+            return column["max"] - column["min"]
         if statistic == "bias":
-            return columns["oblivious"] - columns["expected"]
-        if statistic not in columns:
+            return column["oblivious"] - column["expected"]
+        if statistic not in column:
             raise KeyError(f"unknown per-query statistic {statistic!r}; known: {PER_QUERY_COLUMNS}")
-        return columns[statistic].copy()
+        return column[statistic].copy()
 
     @property
     def std(self) -> float:
@@ -114,8 +115,7 @@ class MetricResult(float):
         return self.tie_std
 
     def __reduce__(self):
-        table = np.column_stack([self._columns[c] for c in KERNEL_COLUMNS])
-        return (MetricResult.from_table, (self.name, self.query_ids, table, self.oblivious_order))
+        return (MetricResult.from_table, (self.name, self.query_ids, self._table, self.oblivious_order))
 
     @property
     def n_queries(self) -> int:
@@ -172,7 +172,7 @@ def per_query_frame(query_ids: list, table: np.ndarray) -> pd.DataFrame:
     here, when a table is first asked for: ~0.15 s of every process's first evaluate otherwise)."""
     import pandas as pd
 
-    expected, variance, low, high, oblivious = np.asarray(table, np.float64).reshape(-1, 5).T
+    expected, variance, low, high, oblivious = np.asarray(table, np.float64).reshape(-1, len(KERNEL_COLUMNS)).T
     frame = pd.DataFrame({
         "expected": expected, "oblivious": oblivious, "min": low, "max": high,
         "range": high - low, "bias": oblivious - expected, "variance": variance,
