@@ -7,6 +7,8 @@ import lzma
 import math
 import subprocess
 import sys
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -183,6 +185,24 @@ def test_none_score_is_called_none():
 def test_huge_integer_score_is_named():
     with pytest.raises(InputError, match="too large for a float64"):
         tieaware.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 10 ** 400}}, "ndcg@10")
+
+
+@pytest.mark.parametrize("kind,qrels,run", [
+    ("Run score", {"q1": {"d1": 1}}, {"q1": {"d2": 0.1, "d1": "0.5"}}),
+    ("Relevance", {"q1": {"d1": "1"}}, {"q1": {"d1": 0.5}}),
+])
+def test_numbers_written_as_strings_are_named_not_parsed(kind, qrels, run):
+    with pytest.raises(InputError, match=f"{kind} for query 'q1', document 'd1' is not a number: '"):
+        tieaware.evaluate(qrels, run, "mrr")
+
+
+def test_numeric_scores_of_any_type_are_read_as_float_reads_them():
+    scores = [np.float32(0.1), Decimal("0.7"), Fraction(1, 3), 1, np.float16(0.5), np.int64(2)]
+    run = {"q1": {f"d{i}": s for i, s in enumerate(scores)}}
+    as_floats = {"q1": {d: float(s) for d, s in run["q1"].items()}}
+    qrels = {"q1": {"d0": 1, "d2": 2, "d4": 1}}
+    metrics = ["ndcg@3", "map", "mrr"]
+    assert tieaware.evaluate(qrels, run, metrics).to_json() == tieaware.evaluate(qrels, as_floats, metrics).to_json()
 
 
 def test_overflowing_gain_is_an_error_not_a_skipped_query():

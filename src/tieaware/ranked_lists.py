@@ -11,7 +11,7 @@ calls converts once.
 
 ranx ``Run``/``Qrels`` are read by jitted loops over their numba typed dicts
 (`ranx_reader`); Python dicts by C-level operations (the values by
-``np.fromiter``, the ids joined and encoded as UTF-32 code points) in chunks of
+``struct.pack_into``, the ids joined and encoded as UTF-32 code points) in chunks of
 about `CHUNK_DOCS` documents, so memory grows with the chunk, not the run. No
 Python loop touches every document. The group kernels release the GIL: a ranx Run
 is read in ranges of queries on threads, and a dict's chunk is grouped on a worker
@@ -21,11 +21,13 @@ on the number of threads.
 from __future__ import annotations
 
 import math
+import struct
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
+from struct import pack_into
 
 import numpy as np
 
@@ -238,10 +240,18 @@ def _name_bad_value(kind: str, query_ids: list, per_query: list, finite: bool):
 
 def _float_values(kind: str, query_ids: list, per_query: list, total: int, finite: bool) -> np.ndarray:
     """All values of per_query's inner dicts as float64, in order; NaN, None, non-numbers (and,
-    for grades, +/-inf) raise an `InputError` naming query and document."""
+    for grades, +/-inf) raise an `InputError` naming query and document.
+
+    ``struct.pack_into`` writes each dict's values into the array in one C call (CPython's
+    ``PyFloat_AsDouble`` per value, as ``float()``), about half the time of ``np.fromiter``."""
+    values = np.empty(total, np.float64)
+    offset = 0
     try:
-        values = np.fromiter(chain.from_iterable(docs.values() for docs in per_query), np.float64, total)
-    except (TypeError, ValueError, OverflowError):
+        for docs in per_query:
+            if docs:
+                pack_into(f"{len(docs)}d", values, offset, *docs.values())
+                offset += 8 * len(docs)
+    except (struct.error, TypeError, ValueError, OverflowError):
         _name_bad_value(kind, query_ids, per_query, finite)
         raise
     bad = ~np.isfinite(values) if finite else np.isnan(values)
@@ -318,7 +328,7 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
             pending.result()
 
     def all_scores() -> np.ndarray:
-        return np.fromiter(chain.from_iterable(map(dict.values, runs)), np.float64, int(offsets[-1]))
+        return _float_values("Run score", query_ids, runs, int(offsets[-1]), finite=False)
 
     return groups.lists(query_ids, n_ret, qrel_offsets, grades, [(0, len(query_ids))],
                         ranx_order=RANX_ARGSORT_REVERSED, all_scores=all_scores)

@@ -69,7 +69,7 @@ def compiled_here(kernel, args: tuple) -> None:
 def submit_started(pool: ThreadPoolExecutor, kernel, args: tuple) -> Future:
     """``pool.submit(kernel, *args)``, returning once a worker has started the call (or the future is
     done: cancelled, say). A worker needs the GIL to start a kernel (to pass it its arguments);
-    while the calling thread holds the GIL in long C calls (``str.join``, ``np.fromiter``) the
+    while the calling thread holds the GIL in long C calls (``str.join``, ``struct.pack_into``) the
     worker waits for it up to the interpreter's switch interval, 5 ms, longer than a chunk's kernel
     takes (10k x 1k from dicts: the pipeline took 0.37 s without this wait, 0.29 s with it)."""
     started = threading.Event()
