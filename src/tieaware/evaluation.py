@@ -153,6 +153,8 @@ def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool,
             stats.setflags(write=False)
             lists.stats[key] = stats
         tables[spec.name] = lists.stats[key]
+    for judged in lists.judged.values():  # kept with a cached ranx Run: without what only this call shared
+        judged.shared_flags.clear()
     return lists.query_ids, tables
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import INNER, kernel
-from .common import Judged, Params, all_orders, count_relevant, gains, inverse, scaled, top_slots
+from .common import Judged, Params, all_orders, count_relevant, inverse, scaled, top_slots
 
 
 @kernel(**INNER)
@@ -98,5 +98,5 @@ def ap(judged: Judged, p: Params) -> np.ndarray:
     """AP@k (MAP is its mean), divided by R as trec_eval. Returns (Q, 5): expected, variance, min,
     max, oblivious."""
     work = np.empty((3, judged.largest_group + 2))
-    stats = all_orders(ap_moments, judged, gains(judged.mem_rel, Params(None, p.level)), judged.cutoffs(p.k), work)
+    stats = all_orders(ap_moments, judged, judged.relevant(p.level), judged.cutoffs(p.k), work)
     return scaled(stats, inverse(judged.n_relevant(p.level)))

@@ -125,6 +125,6 @@ def bpref(judged: Judged, p: Params) -> np.ndarray:
     """bpref (no cutoff). Returns (Q, 5): expected, variance, min, max, oblivious."""
     n_rel = judged.n_relevant(p.level)
     work = np.empty((6, judged.largest_group + 1))
-    stats = all_orders(bpref_moments, judged, judged.mem_rel, float(p.level), n_rel, judged.n_nonrelevant(p.level),
-                       work)
+    stats = all_orders(bpref_moments, judged, judged.in_orders(judged.mem_rel), float(p.level), n_rel,
+                       judged.n_nonrelevant(p.level), work)
     return scaled(stats, inverse(n_rel))

@@ -23,7 +23,7 @@ judgments at higher ranks.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -84,6 +84,9 @@ class Judged:
     qrel_offsets: np.ndarray
     qrel_rel: np.ndarray
     largest_group: int
+    #: binary relevance flags per level, in the four structures (`relevant`), shared by the metrics of
+    #: one evaluate call; `tieaware.evaluation` empties it after the call
+    shared_flags: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, n_ret, n_groups, mem_offsets, grp_above, grp_size, grp_mem_start, grp_mem_end, mem_rel,
@@ -93,31 +96,16 @@ class Judged:
         tied = Groups(*(np.ascontiguousarray(a, i64) for a in (n_groups, mem_offsets, grp_above, grp_size,
                                                               grp_mem_end)))
         n_members = int(tied.offsets[-1])
-        slots = group_slots(tied.count, tied.offsets)
-        start = np.asarray(grp_mem_start, i64)[slots]
-        members = np.diff(tied.offsets)
-        group_members = tied.end[slots] - start
-        member_slot = np.repeat(slots, group_members)  # the group of each judged member
-        n_mem = np.repeat(group_members, group_members)  # judged members in that group
-        rank_in_group = np.arange(n_members, dtype=i64) - np.repeat(start, group_members)  # best-first
-        above, size = tied.above[member_slot], tied.size[member_slot]
-        tool_rank = np.asarray(tool_rank, i64)
-        ones = np.ones(n_members, i64)
-        end = np.arange(1, n_members + 1, dtype=i64)
-
-        def one_per_group(perm, rank):
-            """perm[i]: the member at position i; rank[i]: documents of its group ranked above it."""
-            return Groups(members, tied.offsets, above + rank, ones, end), perm
-
-        best = np.arange(n_members, dtype=i64)
-        worst = best + np.repeat(start + tied.end[slots] - 1, group_members) - 2 * best  # reversed in groups
-        tool = argsort_segments(tool_rank.astype(np.float64), np.append(start, n_members))  # groups are contiguous
-        orders = (one_per_group(worst, size - n_mem + rank_in_group),  # judged members last, worst first
-                  one_per_group(best, rank_in_group),
-                  one_per_group(tool, tool_rank[tool]))
+        starts = np.ascontiguousarray(grp_mem_start, i64)
+        tool_rank = np.ascontiguousarray(tool_rank, i64)
+        tool = argsort_segments(tool_rank.astype(np.float64),  # groups are contiguous, in slot order
+                                np.append(starts[group_slots(tied.count, tied.offsets)], n_members))
+        worst, worst_above, best_above, tool_above, largest = _one_per_group(*tied, starts, tool_rank, tool)
+        members, ones, end = np.diff(tied.offsets), np.ones(n_members, i64), np.arange(1, n_members + 1, dtype=i64)
+        orders = tuple((Groups(members, tied.offsets, above, ones, end), perm) for perm, above in (
+            (worst, worst_above), (np.arange(n_members, dtype=i64), best_above), (tool, tool_above)))
         return cls(tied, orders, np.ascontiguousarray(mem_rel, np.float64), np.asarray(n_ret, i64),
-                   np.asarray(qrel_offsets, i64), np.ascontiguousarray(qrel_rel, np.float64),
-                   int(group_members.max(initial=0)))
+                   np.asarray(qrel_offsets, i64), np.ascontiguousarray(qrel_rel, np.float64), largest)
 
     def regraded(self, grade_map: dict) -> Judged:
         """The same lists with every judgment g replaced by grade_map.get(g, g) (ir_measures' nDCG(gains=...)
@@ -140,6 +128,18 @@ class Judged:
         qrel = qrel[np.lexsort((-qrel, query))]
         return Judged(self.tied, orders, rel[order], self.n_ret, self.qrel_offsets, qrel, self.largest_group)
 
+    def in_orders(self, values: np.ndarray) -> tuple:
+        """Per-member `values` laid out for the four structures: (tied, worst-first, best-first, tool)."""
+        return (values, *(np.ascontiguousarray(values[perm]) for _, perm in self.orders))
+
+    def relevant(self, level: float) -> tuple:
+        """`in_orders` of the binary flags rel >= level (`gains`' binary gain), computed once per level
+        for all the metrics of a call that use them (P, R, RR, AP, ... at one level)."""
+        key = float(level)
+        if key not in self.shared_flags:
+            self.shared_flags[key] = self.in_orders(gains(self.mem_rel, Params(None, key)))
+        return self.shared_flags[key]
+
     @property
     def n_queries(self) -> int:
         return self.n_ret.shape[0]
@@ -159,6 +159,31 @@ class Judged:
     def n_nonrelevant(self, level: float) -> np.ndarray:
         """(Q,) N: documents in the qrels judged 0 <= judgment < level (trec_eval's judged non-relevant)."""
         return self._per_query((self.qrel_rel >= 0.0) & (self.qrel_rel < level))
+
+
+@kernel
+def _one_per_group(count, offsets, above, size, end, start, tool_rank, tool):
+    """The worst-first, best-first and tool orderings of `Judged` as groups of one document: per member
+    position i, its member (worst-first: its group's members reversed; best-first: i itself; tool:
+    tool[i], the group's members by `tool_rank`) and the documents ranked above it (worst-first puts
+    the group's unjudged documents before its judged ones). Returns (worst, worst_above, best_above,
+    tool_above, judged members of the largest group)."""
+    n = tool_rank.shape[0]
+    worst = np.empty(n, np.int64)
+    worst_above = np.empty(n, np.int64)
+    best_above = np.empty(n, np.int64)
+    tool_above = np.empty(n, np.int64)
+    largest = 0
+    for q in range(count.shape[0]):
+        for s in range(offsets[q], offsets[q] + count[q]):
+            lo, hi = start[s], end[s]
+            largest = max(largest, hi - lo)
+            for i in range(lo, hi):
+                worst[i] = hi - 1 - (i - lo)
+                worst_above[i] = above[s] + size[s] - (hi - lo) + (i - lo)
+                best_above[i] = above[s] + i - lo
+                tool_above[i] = above[s] + tool_rank[tool[i]]
+    return worst, worst_above, best_above, tool_above, largest
 
 
 @kernel(inline="always")
@@ -192,16 +217,17 @@ def gains(rel: np.ndarray, p: Params) -> np.ndarray:
     raise ValueError(f"unknown gain {p.gain!r}; known: {BINARY}, {LINEAR}, {EXP}")
 
 
-def all_orders(kernel, judged: Judged, values: np.ndarray, *args) -> np.ndarray:
+def all_orders(kernel, judged: Judged, values: tuple, *args) -> np.ndarray:
     """Per query (expected, variance, min, max, oblivious), unnormalised: `kernel` (a family's
     E/Var kernel: ``kernel(*groups, values, *args, out)``) on the tied structure and on the three
-    orderings. Where min == max no tie matters, and E is exactly that value with variance 0."""
+    orderings, `values` being the members' values in each (`Judged.in_orders`, `Judged.relevant`).
+    Where min == max no tie matters, and E is exactly that value with variance 0."""
     out = np.empty((judged.n_queries, 5))
     moments = np.empty((judged.n_queries, 2))
-    kernel(*judged.tied, values, *args, moments)
+    kernel(*judged.tied, values[0], *args, moments)
     out[:, :2] = moments
-    for column, (groups, perm) in enumerate(judged.orders, start=2):
-        kernel(*groups, np.ascontiguousarray(values[perm]), *args, moments)
+    for column, (groups, _), ordered in zip(range(2, 5), judged.orders, values[1:]):
+        kernel(*groups, ordered, *args, moments)
         out[:, column] = moments[:, 0]
     exact = out[:, 2] == out[:, 3]
     out[exact, 0] = out[exact, 3]

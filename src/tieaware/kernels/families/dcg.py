@@ -78,7 +78,7 @@ def longest(judged: Judged) -> int:
 
 def weighted(judged: Judged, p: Params, weight: np.ndarray) -> np.ndarray:
     """(Q, 5) statistics of sum_{j <= k} weight[j] gain_j (weight[0] = 0, one entry per rank)."""
-    return all_orders(weighted_moments, judged, gains(judged.mem_rel, p), judged.cutoffs(p.k), weight,
+    return all_orders(weighted_moments, judged, judged.in_orders(gains(judged.mem_rel, p)), judged.cutoffs(p.k), weight,
                       np.cumsum(weight), np.cumsum(weight * weight))
 
 

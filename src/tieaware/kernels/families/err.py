@@ -159,4 +159,4 @@ def _refuse_unusable_grades(judged: Judged) -> None:
 def err(judged: Judged, p: Params) -> np.ndarray:
     """ERR@k. Returns (Q, 5): expected, variance, min, max, oblivious; grades gdeval refuses raise."""
     _refuse_unusable_grades(judged)
-    return all_orders(err_moments, judged, satisfaction(judged.mem_rel), judged.cutoffs(p.k))
+    return all_orders(err_moments, judged, judged.in_orders(satisfaction(judged.mem_rel)), judged.cutoffs(p.k))

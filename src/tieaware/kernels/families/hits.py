@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernel
-from .common import Judged, Params, all_orders, count_relevant, gains, inverse, scaled, top_slots
+from .common import Judged, Params, all_orders, count_relevant, inverse, scaled, top_slots
 
 
 @kernel
@@ -49,8 +49,7 @@ def hits_moments(count, offsets, above, size, end, relevant, cutoff, out):
 
 
 def _hits(judged: Judged, cutoff: np.ndarray, level: float) -> np.ndarray:
-    relevant = gains(judged.mem_rel, Params(None, level))
-    return all_orders(hits_moments, judged, relevant, cutoff)
+    return all_orders(hits_moments, judged, judged.relevant(level), cutoff)
 
 
 def hits(judged: Judged, p: Params) -> np.ndarray:

@@ -27,5 +27,5 @@ def judged(judged_lists: Judged, p: Params) -> np.ndarray:
     """Judged@k. Returns (Q, 5): expected, variance, min, max, oblivious."""
     cutoff = judged_lists.cutoffs(p.k)
     flags = np.ones(judged_lists.mem_rel.shape[0])  # every member of a judged group has a judgment
-    stats = all_orders(hits_moments, judged_lists, flags, cutoff)
+    stats = all_orders(hits_moments, judged_lists, judged_lists.in_orders(flags), cutoff)
     return scaled(stats, inverse(np.minimum(cutoff, judged_lists.n_ret)))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernel
-from .common import Judged, Params, all_orders, count_relevant, gains, top_slots
+from .common import Judged, Params, all_orders, count_relevant, top_slots
 
 
 @kernel
@@ -59,4 +59,4 @@ def rr_moments(count, offsets, above, size, end, relevant, cutoff, out):
 
 def rr(judged: Judged, p: Params) -> np.ndarray:
     """RR@k (MRR is its mean). Returns (Q, 5): expected, variance, min, max, oblivious."""
-    return all_orders(rr_moments, judged, gains(judged.mem_rel, Params(None, p.level)), judged.cutoffs(p.k))
+    return all_orders(rr_moments, judged, judged.relevant(p.level), judged.cutoffs(p.k))
