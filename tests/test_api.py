@@ -117,6 +117,21 @@ def test_ranx_run_conversion_is_cached_per_object():
     assert ranked_lists(ranx.Qrels(QRELS), run) is not ranked_lists(qrels, run)
 
 
+def test_metrics_of_one_level_share_flags_that_the_cached_conversion_does_not_keep(monkeypatch):
+    from tieaware.kernels.families import common
+    from tieaware.ranked_lists import ranked_lists
+
+    made = []
+    real = common.gains
+    monkeypatch.setattr(common, "gains", lambda rel, p: made.append(p.level) or real(rel, p))
+    qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN)
+    shared = tieaware.evaluate(qrels, run, ["P@2", "recall@3", "map", "mrr", "P(rel=2)@2"])
+    assert made == [1.0, 2.0]  # once per relevance level, not once per metric
+    assert all(not judged.shared_flags for judged in ranked_lists(qrels, run).judged.values())
+    for name, result in shared.items():  # each alone, as it would be computed without sharing
+        assert tieaware.evaluate(QRELS, RUN, name).per_query.equals(result.per_query)
+
+
 def test_save_results_in_run_on_request():
     run = ranx.Run(RUN)
     res = tieaware.evaluate(ranx.Qrels(QRELS), run, "map", save_results_in_run=True)
