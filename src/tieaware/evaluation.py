@@ -143,18 +143,19 @@ def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool,
     pair held in memory. The tables are read-only: they are cached with a ranx Run's conversion."""
     lists = ranked_lists(qrels, run, make_comparable)
     tables = {}
+    this_call = {}  # per tie order, the kept `Judged` with flags shared by this call's metrics only
     for spec in specs:
         order = tie_order(spec, oblivious)
         key = (dataclasses.replace(spec, name=""), order)
         if key not in lists.stats:  # kept with the lists: a cached ranx Run evaluated again reuses them
-            if order not in lists.judged:
-                lists.judged[order] = judged_lists(lists, order)
-            stats = _finite_stats(lists, lists.judged[order], spec)
+            if order not in this_call:
+                if order not in lists.judged:
+                    lists.judged[order] = judged_lists(lists, order)
+                this_call[order] = dataclasses.replace(lists.judged[order], shared_flags={})
+            stats = _finite_stats(lists, this_call[order], spec)
             stats.setflags(write=False)
             lists.stats[key] = stats
         tables[spec.name] = lists.stats[key]
-    for judged in lists.judged.values():  # kept with a cached ranx Run: without what only this call shared
-        judged.shared_flags.clear()
     return lists.query_ids, tables
 
 

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
-from struct import pack_into
 
 import numpy as np
 
@@ -249,7 +248,7 @@ def _float_values(kind: str, query_ids: list, per_query: list, total: int, finit
     try:
         for docs in per_query:
             if docs:
-                pack_into(f"{len(docs)}d", values, offset, *docs.values())
+                struct.pack_into(f"{len(docs)}d", values, offset, *docs.values())
                 offset += 8 * len(docs)
     except (struct.error, TypeError, ValueError, OverflowError):
         _name_bad_value(kind, query_ids, per_query, finite)

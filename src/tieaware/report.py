@@ -172,7 +172,7 @@ def per_query_frame(query_ids: list, table: np.ndarray) -> pd.DataFrame:
     here, when a table is first asked for: ~0.15 s of every process's first evaluate otherwise)."""
     import pandas as pd
 
-    expected, variance, low, high, oblivious = np.asarray(table, np.float64).reshape(-1, len(KERNEL_COLUMNS)).T
+    expected, variance, low, high, oblivious = table.T
     frame = pd.DataFrame({
         "expected": expected, "oblivious": oblivious, "min": low, "max": high,
         "range": high - low, "bias": oblivious - expected, "variance": variance,

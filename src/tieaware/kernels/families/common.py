@@ -84,8 +84,8 @@ class Judged:
     qrel_offsets: np.ndarray
     qrel_rel: np.ndarray
     largest_group: int
-    #: binary relevance flags per level, in the four structures (`relevant`), shared by the metrics of
-    #: one evaluate call; `tieaware.evaluation` empties it after the call
+    #: binary relevance flags per level, in the four structures (`relevant`); `tieaware.evaluation` gives
+    #: each evaluate call its own (a copy of the kept `Judged`), so a cached ranx Run keeps none
     shared_flags: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
