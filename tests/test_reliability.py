@@ -467,6 +467,14 @@ def _groups_of(lists) -> list:
     return out
 
 
+def _assert_grades_descending(lists, qrels: dict) -> None:
+    """The readers sort each query's qrels grades (`kernels.groups.sort_grades`): they are the qrels'
+    grades, best first, query by query."""
+    for q, qid in enumerate(lists.query_ids):
+        got = lists.qrel_rel[lists.qrel_offsets[q]:lists.qrel_offsets[q + 1]].tolist()
+        assert got == sorted(map(float, qrels.get(qid, {}).values()), reverse=True), qid
+
+
 def _assert_same_lists(typed, plain) -> None:
     assert typed.query_ids == plain.query_ids
     for name in GROUP_ARRAYS:
@@ -537,9 +545,11 @@ def test_readers_equal_brute_force_on_random_tied_runs(data):
         qrels[f"q{q}"] = judged
     plain = ranked_lists(qrels, run)
     assert _groups_of(plain) == _brute_force_groups(qrels, run)
+    _assert_grades_descending(plain, qrels)
     ranx_run = _unicode_keyed_run_with_empty(run)  # empty queries come last
-    _assert_same_lists(ranked_lists(ranx.Qrels(qrels), ranx_run),
-                       ranked_lists(qrels, {q: dict(ranx_run.run[q]) for q in ranx_run.run}))
+    typed = ranked_lists(ranx.Qrels(qrels), ranx_run)
+    _assert_grades_descending(typed, qrels)
+    _assert_same_lists(typed, ranked_lists(qrels, {q: dict(ranx_run.run[q]) for q in ranx_run.run}))
 
 
 @pytest.mark.parametrize("n_docs", [31, 33, 64, 65, 200])
@@ -624,6 +634,8 @@ def test_readers_on_threads_equal_one_thread(monkeypatch, make_comparable):
     many = read_all()
     _assert_same_lists(many[0], one[0])
     _assert_same_lists(many[1], one[1])
+    for lists in (*one[:2], *many[:2]):
+        _assert_grades_descending(lists, qrels)
     assert many[2] == one[2]
     if not make_comparable:
         assert many[0].run_fingerprint == one[0].run_fingerprint == one[2]
