@@ -70,7 +70,8 @@ class Judged:
     Attributes:
         tied: the judged tie groups, `Groups`.
         orders: worst-first, best-first and the tool's order, each a (`Groups`, perm) pair of
-            one-document groups: its position i holds judged member perm[i] of ``tied``.
+            one-document groups: its position i holds judged member perm[i] of ``tied`` (perm None:
+            member i, as best-first, the members' own order).
         mem_rel: (M,) judgment of each judged member of ``tied`` (best-first within groups).
         n_ret: (Q,) documents retrieved per query.
         qrel_offsets, qrel_rel: the qrels' judgments per query, CSR, descending.
@@ -97,13 +98,13 @@ class Judged:
                                                               grp_mem_end)))
         n_members = int(tied.offsets[-1])
         starts = np.ascontiguousarray(grp_mem_start, i64)
-        tool_rank = np.ascontiguousarray(tool_rank, i64)
-        tool = argsort_segments(tool_rank.astype(np.float64),  # groups are contiguous, in slot order
-                                np.append(starts[group_slots(tied.count, tied.offsets)], n_members))
-        worst, worst_above, best_above, tool_above, largest = _one_per_group(*tied, starts, tool_rank, tool)
+        worst, worst_above, best_above, tool_key, largest = _one_per_group(*tied, starts,
+                                                                            np.ascontiguousarray(tool_rank, i64))
+        tool = argsort_segments(tool_key, tied.offsets)  # groups are contiguous, in score order
+        tool_above = tool_key[tool].astype(i64)
         members, ones, end = np.diff(tied.offsets), np.ones(n_members, i64), np.arange(1, n_members + 1, dtype=i64)
         orders = tuple((Groups(members, tied.offsets, above, ones, end), perm) for perm, above in (
-            (worst, worst_above), (np.arange(n_members, dtype=i64), best_above), (tool, tool_above)))
+            (worst, worst_above), (None, best_above), (tool, tool_above)))
         return cls(tied, orders, np.ascontiguousarray(mem_rel, np.float64), np.asarray(n_ret, i64),
                    np.asarray(qrel_offsets, i64), np.ascontiguousarray(qrel_rel, np.float64), largest)
 
@@ -130,7 +131,7 @@ class Judged:
 
     def in_orders(self, values: np.ndarray) -> tuple:
         """Per-member `values` laid out for the four structures: (tied, worst-first, best-first, tool)."""
-        return (values, *(np.ascontiguousarray(values[perm]) for _, perm in self.orders))
+        return (values, *(values if perm is None else np.ascontiguousarray(values[perm]) for _, perm in self.orders))
 
     def relevant(self, level: float) -> tuple:
         """`in_orders` of the binary flags rel >= level (`gains`' binary gain), computed once per level
@@ -148,31 +149,28 @@ class Judged:
         """(Q,) k, or each query's list length when k is None."""
         return self.n_ret.copy() if k is None else np.full(self.n_queries, int(k), np.int64)
 
-    def _per_query(self, flags: np.ndarray) -> np.ndarray:
-        query_of = np.repeat(np.arange(self.n_queries), np.diff(self.qrel_offsets))
-        return np.bincount(query_of, weights=flags, minlength=self.n_queries).astype(np.int64)
-
     def n_relevant(self, level: float) -> np.ndarray:
         """(Q,) R: documents in the qrels judged >= level, retrieved or not."""
-        return self._per_query(self.qrel_rel >= level)
+        return count_at_least(self.qrel_offsets, self.qrel_rel, float(level))
 
     def n_nonrelevant(self, level: float) -> np.ndarray:
         """(Q,) N: documents in the qrels judged 0 <= judgment < level (trec_eval's judged non-relevant)."""
-        return self._per_query((self.qrel_rel >= 0.0) & (self.qrel_rel < level))
+        return np.maximum(count_at_least(self.qrel_offsets, self.qrel_rel, 0.0) - self.n_relevant(level), 0)
 
 
 @kernel
-def _one_per_group(count, offsets, above, size, end, start, tool_rank, tool):
-    """The worst-first, best-first and tool orderings of `Judged` as groups of one document: per member
-    position i, its member (worst-first: its group's members reversed; best-first: i itself; tool:
-    tool[i], the group's members by `tool_rank`) and the documents ranked above it (worst-first puts
-    the group's unjudged documents before its judged ones). Returns (worst, worst_above, best_above,
-    tool_above, judged members of the largest group)."""
+def _one_per_group(count, offsets, above, size, end, start, tool_rank):
+    """The worst-first and best-first orderings of `Judged` as groups of one document: per member
+    position i, its member (worst-first: its group's members reversed; best-first: i itself) and the
+    documents ranked above it (worst-first puts the group's unjudged documents before its judged
+    ones); and each member's 0-based rank in its query under the tool's order (documents above its
+    group plus its `tool_rank`), as float64: sorting a query's members by it gives the tool's
+    ordering. Returns (worst, worst_above, best_above, tool_key, judged members of the largest group)."""
     n = tool_rank.shape[0]
     worst = np.empty(n, np.int64)
     worst_above = np.empty(n, np.int64)
     best_above = np.empty(n, np.int64)
-    tool_above = np.empty(n, np.int64)
+    tool_key = np.empty(n, np.float64)
     largest = 0
     for q in range(count.shape[0]):
         for s in range(offsets[q], offsets[q] + count[q]):
@@ -182,8 +180,25 @@ def _one_per_group(count, offsets, above, size, end, start, tool_rank, tool):
                 worst[i] = hi - 1 - (i - lo)
                 worst_above[i] = above[s] + size[s] - (hi - lo) + (i - lo)
                 best_above[i] = above[s] + i - lo
-                tool_above[i] = above[s] + tool_rank[tool[i]]
-    return worst, worst_above, best_above, tool_above, largest
+                tool_key[i] = above[s] + tool_rank[i]
+    return worst, worst_above, best_above, tool_key, largest
+
+
+@kernel
+def count_at_least(offsets, descending, level):
+    """(Q,) per query, how many of its values (CSR by offsets, descending within each query, as the
+    qrels' grades) are >= level: a binary search each, no array of the qrels' size."""
+    counts = np.empty(offsets.shape[0] - 1, np.int64)
+    for q in range(counts.shape[0]):
+        lo, hi = offsets[q], offsets[q + 1]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if descending[mid] >= level:
+                lo = mid + 1
+            else:
+                hi = mid
+        counts[q] = lo - offsets[q]
+    return counts
 
 
 @kernel(inline="always")

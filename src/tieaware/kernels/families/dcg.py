@@ -82,14 +82,22 @@ def weighted(judged: Judged, p: Params, weight: np.ndarray) -> np.ndarray:
                       np.cumsum(weight), np.cumsum(weight * weight))
 
 
+@kernel
+def top_weighted_sums(offsets, values, weight, k):
+    """(Q,) per query, the sum over its first min(k, n_q) values (CSR by offsets) of value * weight[rank]
+    (1-based rank in the query): no array of the qrels' size."""
+    sums = np.zeros(offsets.shape[0] - 1)
+    for q in range(sums.shape[0]):
+        for j in range(offsets[q], min(offsets[q + 1], offsets[q] + k)):
+            sums[q] += values[j] * weight[j - offsets[q] + 1]
+    return sums
+
+
 def ideal(judged: Judged, p: Params, weight: np.ndarray) -> np.ndarray:
-    """(Q,) the weighted sum of the qrels' best gains at the same cutoff (IDCG for DCG weights)."""
-    per_query = np.diff(judged.qrel_offsets)
-    query_of = np.repeat(np.arange(judged.n_queries), per_query)
-    rank = np.arange(judged.qrel_rel.size) - np.repeat(judged.qrel_offsets[:-1], per_query)  # 0-based
-    inside = rank < p.k if p.k is not None else np.ones(rank.size, np.bool_)
-    terms = np.where(inside, gains(judged.qrel_rel, p) * weight[rank + 1], 0.0)
-    return np.bincount(query_of, weights=terms, minlength=judged.n_queries)
+    """(Q,) the weighted sum of the qrels' best gains at the same cutoff (IDCG for DCG weights): the
+    qrels' grades are descending per query, and gains are non-decreasing in the grade."""
+    return top_weighted_sums(judged.qrel_offsets, gains(judged.qrel_rel, p), weight,
+                             longest(judged) if p.k is None else int(p.k))
 
 
 def discounts(judged: Judged) -> np.ndarray:
