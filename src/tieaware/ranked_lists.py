@@ -33,7 +33,7 @@ import numpy as np
 from . import ranx_reader, threads
 from .errors import InputError, QueryMismatchError
 from .inputs import is_ranx_qrels, is_ranx_run, load_qrels, load_run, string_keys
-from .kernels.groups import SEED, group_slots, read_chunk, scratch
+from .kernels.groups import SEED, argsort_segments, group_slots, read_chunk, scratch
 from .kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambiguous_groups, ranx_ranks
 
 #: the tools whose tie order `evaluate(..., oblivious=...)` reproduces
@@ -172,9 +172,10 @@ class _Groups:
                     bound[used] -= source - target
         return mem_offsets
 
-    def lists(self, query_ids, n_ret, qrel_offsets, qrel_rel, ranges, **rest) -> RankedLists:
+    def lists(self, query_ids, n_ret, qrel_offsets, grades, ranges, **rest) -> RankedLists:
         mem_offsets = self.close_gaps(ranges)
         used = int(mem_offsets[-1])
+        qrel_rel = grades[argsort_segments(-grades, qrel_offsets)]
         return RankedLists(query_ids, n_ret, qrel_offsets, qrel_rel, self.n_groups, mem_offsets,
                            *(a[:used] for a in self.out), **rest)
 

@@ -41,7 +41,7 @@ from numba.typed import List
 
 from . import threads
 from .kernels import kernel
-from .kernels.groups import ODD, code_at, fold, id_hash, mix64, query_groups, sort_grades
+from .kernels.groups import ODD, code_at, fold, id_hash, mix64, query_groups
 
 
 @kernel
@@ -232,7 +232,6 @@ def read_run(run_td, query_ids, q_lo, q_hi, offsets, qrel_offsets, jcodes, j_lo,
                                                jcodes, j_lo[a:b], j_hi[a:b], j_grade[a:b], work, out, cursor, seed)
         n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
         cursor += members
-    sort_grades(j_grade, qrel_offsets, q_lo, q_hi, work)
     return h, folded
 
 

@@ -227,65 +227,43 @@ def _sort_members(perm, lo, hi, tmp, by_id, docs, grades, scores, doc_key, codes
         width *= 2
 
 
-@kernel(**INNER)
-def _argsort_range(keys, lo, hi, perm, tmp):
-    """Sort perm[lo:hi] (indices into keys) by keys ascending, stably, as `_sort_members` sorts: runs of
-    `RUN` by insertion, then merged bottom-up through tmp[lo:hi]; O(m log m) for m = hi - lo."""
-    for start in range(lo, hi, RUN):
-        end = min(start + RUN, hi)
-        for k in range(start + 1, end):
-            x = perm[k]
-            t = k
-            while t > start and keys[x] < keys[perm[t - 1]]:
-                perm[t] = perm[t - 1]
-                t -= 1
-            perm[t] = x
-    width = RUN
-    while width < hi - lo:
-        for left in range(lo, hi, 2 * width):
-            mid = min(left + width, hi)
-            right = min(left + 2 * width, hi)
-            i, j = left, mid
-            for k in range(left, right):
-                if j >= right or i < mid and not keys[perm[j]] < keys[perm[i]]:
-                    tmp[k] = perm[i]
-                    i += 1
-                else:
-                    tmp[k] = perm[j]
-                    j += 1
-        for k in range(lo, hi):
-            perm[k] = tmp[k]
-        width *= 2
-
-
 @kernel
 def argsort_segments(keys, offsets):
     """The permutation sorting each segment keys[offsets[s]:offsets[s + 1]] ascending, stably (numpy's
-    ``lexsort((keys, segment))`` for contiguous segments), by `_argsort_range`; O(n log m) for
-    segments of at most m, and no numpy sort to compile (np.argsort in a kernel adds ~1 s to an
-    empty cache's first call). (For the ~500k members of 10k queries, mostly one per group: ~2 ms
-    instead of lexsort's 17 ms.)"""
+    ``lexsort((keys, segment))`` for contiguous segments), as `_sort_members` sorts: runs of `RUN` by
+    insertion, then merged bottom-up; O(n log m) for segments of at most m, and no numpy sort to
+    compile (np.argsort in a kernel adds ~1 s to an empty cache's first call). (For the ~500k members
+    of 10k queries, mostly one per group: ~2 ms instead of lexsort's 17 ms.)"""
     perm = np.arange(keys.shape[0])
     tmp = np.empty(keys.shape[0], np.int64)
     for s in range(offsets.shape[0] - 1):
-        _argsort_range(keys, offsets[s], offsets[s + 1], perm, tmp)
+        lo, hi = offsets[s], offsets[s + 1]
+        for start in range(lo, hi, RUN):
+            end = min(start + RUN, hi)
+            for k in range(start + 1, end):
+                x = perm[k]
+                t = k
+                while t > start and keys[x] < keys[perm[t - 1]]:
+                    perm[t] = perm[t - 1]
+                    t -= 1
+                perm[t] = x
+        width = RUN
+        while width < hi - lo:
+            for left in range(lo, hi, 2 * width):
+                mid = min(left + width, hi)
+                right = min(left + 2 * width, hi)
+                i, j = left, mid
+                for k in range(left, right):
+                    if j >= right or i < mid and not keys[perm[j]] < keys[perm[i]]:
+                        tmp[k] = perm[i]
+                        i += 1
+                    else:
+                        tmp[k] = perm[j]
+                        j += 1
+            for k in range(lo, hi):
+                perm[k] = tmp[k]
+            width *= 2
     return perm
-
-
-@kernel(**INNER)
-def sort_grades(grades, qrel_offsets, q_lo, q_hi, work):
-    """Sort each query's grades (queries q_lo..q_hi-1, CSR by qrel_offsets) descending, in place, in
-    `scratch` arrays: the readers call it once these queries' members have their grades, so the
-    qrels' grades come out best first (for R, N and the ideal DCG) without a pass after the read."""
-    _, _, _, _, _, perm, tmp, _, _, _, _, _, _, keys = work
-    for q in range(q_lo, q_hi):
-        a, n = qrel_offsets[q], qrel_offsets[q + 1] - qrel_offsets[q]
-        for i in range(n):
-            keys[i] = -grades[a + i]
-            perm[i] = i
-        _argsort_range(keys, np.int64(0), n, perm, tmp)
-        for i in range(n):
-            grades[a + i] = -keys[perm[i]]
 
 
 def scratch(max_docs: int, max_judged: int) -> tuple:
@@ -510,4 +488,3 @@ def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, qrel_offsets, jcodes, j
                                                out, cursor[0], seed)
         n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
         cursor[0] += members
-    sort_grades(j_grade, qrel_offsets, np.int64(0), doc_offsets.shape[0] - 1, work)

@@ -98,8 +98,10 @@ class Judged:
                                                               grp_mem_end)))
         n_members = int(tied.offsets[-1])
         starts = np.ascontiguousarray(grp_mem_start, i64)
-        worst, worst_above, best_above, tool_key, largest = _one_per_group(*tied, starts,
-                                                                            np.ascontiguousarray(tool_rank, i64))
+        worst, worst_above, best_above = (np.empty(n_members, i64) for _ in range(3))
+        tool_key = np.empty(n_members)
+        largest = _one_per_group(*tied, starts, np.ascontiguousarray(tool_rank, i64), worst, worst_above,
+                                 best_above, tool_key)
         tool = argsort_segments(tool_key, tied.offsets)  # groups are contiguous, in score order
         tool_above = tool_key[tool].astype(i64)
         members, ones, end = np.diff(tied.offsets), np.ones(n_members, i64), np.arange(1, n_members + 1, dtype=i64)
@@ -149,28 +151,30 @@ class Judged:
         """(Q,) k, or each query's list length when k is None."""
         return self.n_ret.copy() if k is None else np.full(self.n_queries, int(k), np.int64)
 
+    def _count(self, flags: np.ndarray) -> np.ndarray:
+        """(Q,) per query, the qrels' judgments whose flag is set (one running count, no per-judgment query ids)."""
+        running = np.zeros(flags.size + 1, np.int64)
+        np.cumsum(flags, out=running[1:])
+        return running[self.qrel_offsets[1:]] - running[self.qrel_offsets[:-1]]
+
     def n_relevant(self, level: float) -> np.ndarray:
         """(Q,) R: documents in the qrels judged >= level, retrieved or not."""
-        return count_at_least(self.qrel_offsets, self.qrel_rel, float(level))
+        return self._count(self.qrel_rel >= level)
 
     def n_nonrelevant(self, level: float) -> np.ndarray:
         """(Q,) N: documents in the qrels judged 0 <= judgment < level (trec_eval's judged non-relevant)."""
-        return np.maximum(count_at_least(self.qrel_offsets, self.qrel_rel, 0.0) - self.n_relevant(level), 0)
+        return self._count((self.qrel_rel >= 0.0) & (self.qrel_rel < level))
 
 
 @kernel
-def _one_per_group(count, offsets, above, size, end, start, tool_rank):
+def _one_per_group(count, offsets, above, size, end, start, tool_rank, worst, worst_above, best_above, tool_key):
     """The worst-first and best-first orderings of `Judged` as groups of one document: per member
     position i, its member (worst-first: its group's members reversed; best-first: i itself) and the
     documents ranked above it (worst-first puts the group's unjudged documents before its judged
     ones); and each member's 0-based rank in its query under the tool's order (documents above its
     group plus its `tool_rank`), as float64: sorting a query's members by it gives the tool's
-    ordering. Returns (worst, worst_above, best_above, tool_key, judged members of the largest group)."""
-    n = tool_rank.shape[0]
-    worst = np.empty(n, np.int64)
-    worst_above = np.empty(n, np.int64)
-    best_above = np.empty(n, np.int64)
-    tool_key = np.empty(n, np.float64)
+    ordering. Fills worst, worst_above, best_above and tool_key (allocated by the caller: a kernel
+    that allocates compiles numpy's constructors too); returns the judged members of the largest group."""
     largest = 0
     for q in range(count.shape[0]):
         for s in range(offsets[q], offsets[q] + count[q]):
@@ -181,24 +185,7 @@ def _one_per_group(count, offsets, above, size, end, start, tool_rank):
                 worst_above[i] = above[s] + size[s] - (hi - lo) + (i - lo)
                 best_above[i] = above[s] + i - lo
                 tool_key[i] = above[s] + tool_rank[i]
-    return worst, worst_above, best_above, tool_key, largest
-
-
-@kernel
-def count_at_least(offsets, descending, level):
-    """(Q,) per query, how many of its values (CSR by offsets, descending within each query, as the
-    qrels' grades) are >= level: a binary search each, no array of the qrels' size."""
-    counts = np.empty(offsets.shape[0] - 1, np.int64)
-    for q in range(counts.shape[0]):
-        lo, hi = offsets[q], offsets[q + 1]
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if descending[mid] >= level:
-                lo = mid + 1
-            else:
-                hi = mid
-        counts[q] = lo - offsets[q]
-    return counts
+    return largest
 
 
 @kernel(inline="always")

@@ -82,22 +82,17 @@ def weighted(judged: Judged, p: Params, weight: np.ndarray) -> np.ndarray:
                       np.cumsum(weight), np.cumsum(weight * weight))
 
 
-@kernel
-def top_weighted_sums(offsets, values, weight, k):
-    """(Q,) per query, the sum over its first min(k, n_q) values (CSR by offsets) of value * weight[rank]
-    (1-based rank in the query): no array of the qrels' size."""
-    sums = np.zeros(offsets.shape[0] - 1)
-    for q in range(sums.shape[0]):
-        for j in range(offsets[q], min(offsets[q + 1], offsets[q] + k)):
-            sums[q] += values[j] * weight[j - offsets[q] + 1]
-    return sums
-
-
 def ideal(judged: Judged, p: Params, weight: np.ndarray) -> np.ndarray:
     """(Q,) the weighted sum of the qrels' best gains at the same cutoff (IDCG for DCG weights): the
-    qrels' grades are descending per query, and gains are non-decreasing in the grade."""
-    return top_weighted_sums(judged.qrel_offsets, gains(judged.qrel_rel, p), weight,
-                             longest(judged) if p.k is None else int(p.k))
+    qrels' grades are descending per query and gains non-decreasing in the grade, so these are the
+    first min(k, R_q) judgments of each query."""
+    offsets = judged.qrel_offsets
+    rank = np.repeat(offsets[:-1], np.diff(offsets))  # 0-based rank of each judgment in its query
+    np.subtract(np.arange(rank.size), rank, out=rank)
+    top = np.flatnonzero(rank < p.k) if p.k is not None else np.arange(rank.size)
+    terms = gains(judged.qrel_rel[top], p) * weight[rank[top] + 1]
+    query_of = np.searchsorted(offsets, top, side="right") - 1
+    return np.bincount(query_of, weights=terms, minlength=judged.n_queries)
 
 
 def discounts(judged: Judged) -> np.ndarray:
