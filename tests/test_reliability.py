@@ -772,6 +772,36 @@ def test_ids_holding_nul_are_read_whole():
     assert _groups_of(ranked_lists(qrels, run)) == _brute_force_groups(qrels, run)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_a_chunk_with_ids_holding_nul_is_read_again_in_place(monkeypatch, n_threads):
+    """`read_chunk` finds the ids' ends at NULs and refuses a chunk where an id holds NUL (more NULs
+    than ids); that chunk alone is read again with the ids' bounds, in its place between the chunks
+    before and after it, on one thread and in the worker pipeline: the groups equal a brute-force
+    reading and the reading in one piece."""
+    from tieaware import ranked_lists as module
+    from tieaware import threads
+
+    run = {f"q{q}": {f"d{d}": float(d % 3) for d in range(8)} for q in range(6)}
+    run["q3"] = {"d1": 1.0, "d1\0": 1.0, "\0": 0.0, "d\0\0x": 2.0, "d2": 2.0}
+    qrels = {q: {d: i % 3 for i, d in enumerate(docs) if i % 2 == 0} for q, docs in run.items()}
+    whole = ranked_lists(qrels, run)
+    assert _groups_of(whole) == _brute_force_groups(qrels, run)
+    monkeypatch.setattr(module, "CHUNK_DOCS", 8)  # one query a chunk
+    monkeypatch.setattr(threads, "n_threads", lambda: n_threads)
+    refused = []
+    read = module.read_chunk
+
+    def counted(*args):
+        done = read(*args)
+        refused.append(not done)
+        return done
+    counted.compile, counted.typeof_pyval = read.compile, read.typeof_pyval
+    monkeypatch.setattr(module, "read_chunk", counted)
+    chunked = ranked_lists(qrels, run)
+    assert refused.count(True) == 1 and len(refused) == len(run) + 1  # q3 read twice, once refused
+    _assert_same_lists(chunked, whole)
+
+
 @pytest.mark.parametrize("qrels_kind,run_kind", [("dict", "dict"), ("dict", "ranx"), ("ranx", "dict"),
                                                    ("ranx", "ranx")])
 def test_no_queries_give_nan_with_a_warning_never_zero(qrels_kind, run_kind):

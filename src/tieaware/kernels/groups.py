@@ -86,13 +86,21 @@ def mix64(x):
 
 
 @kernel(inline="always")
+def _hashed_in(h, word):
+    """One step of `id_hash`: a word xor-multiplied in and its high bits folded down (a multiply
+    only carries differences upwards)."""
+    h = (h ^ word) * _MIX
+    return h ^ (h >> np.uint64(32))
+
+
+@kernel(inline="always")
 def id_hash(text, lo, hi, seed):
     """Hash of code points lo..hi-1 of `text` (`code_at`) from a `seed`: three 21-bit code points
-    per 64-bit word, each word xor-multiplied in and its high bits folded down (a multiply only
-    carries differences upwards), then `mix64`. Readers pass `SEED`, drawn per process, so ids
-    cannot be built in advance to collide; matches in the judged table are confirmed by
-    `compare_ids` all the same."""
-    h = seed ^ np.uint64(hi - lo)
+    per 64-bit word, each word `_hashed_in`, then the length xored in and `mix64`. (The length comes
+    last so that `_scan_ids` hashes an id in the pass that finds where it ends.) Readers pass `SEED`,
+    drawn per process, so ids cannot be built in advance to collide; matches in the judged table
+    are confirmed by `compare_ids` all the same."""
+    h = seed
     c = lo
     while c < hi:
         word = np.uint64(code_at(text, c))
@@ -100,10 +108,35 @@ def id_hash(text, lo, hi, seed):
             word |= np.uint64(code_at(text, c + 1)) << np.uint64(21)
         if c + 2 < hi:
             word |= np.uint64(code_at(text, c + 2)) << np.uint64(42)
-        h = (h ^ word) * _MIX
-        h ^= h >> np.uint64(32)
+        h = _hashed_in(h, word)
         c += 3
-    return mix64(h)
+    return mix64(h ^ np.uint64(hi - lo))
+
+
+@kernel(inline="always")
+def _scan_ids(codes, id_lo, id_hi, doc_hash, seed):
+    """For code points holding n ids each followed by NUL: each id's bounds codes[id_lo:id_hi] and
+    its `id_hash`, in one pass. Returns False when the codes hold more NULs than ids (an id holds
+    NUL itself), the bounds then being wrong. Every id ends at a NUL, so no read passes the end."""
+    c = 0
+    for i in range(id_lo.shape[0]):
+        start = c
+        h = seed
+        while codes[c] != 0:
+            word = np.uint64(codes[c])
+            c += 1
+            if codes[c] != 0:
+                word |= np.uint64(codes[c]) << np.uint64(21)
+                c += 1
+                if codes[c] != 0:
+                    word |= np.uint64(codes[c]) << np.uint64(42)
+                    c += 1
+            h = _hashed_in(h, word)
+        id_lo[i] = start
+        id_hi[i] = c
+        doc_hash[i] = mix64(h ^ np.uint64(c - start))
+        c += 1
+    return c == codes.shape[0]
 
 
 @kernel(inline="always")
@@ -469,16 +502,23 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
 
 
 @kernel(nogil=True)
-def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, qrel_offsets, jcodes, j_lo, j_hi, j_grade, q0, work,
-               out, n_members, n_groups, first_nan, cursor, seed):
+def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, separated, qrel_offsets, jcodes, j_lo, j_hi, j_grade, q0,
+               work, out, n_members, n_groups, first_nan, cursor, seed):
     """`query_groups` for queries q0, q0+1, ... of one chunk (documents CSR by doc_offsets, ids in codes;
-    the chunk's judgments CSR by qrel_offsets, ids in jcodes); ids hashed from `seed`. Members go from cursor[0]
-    on, and cursor[0] is left past them: chunks read in order lay their members end to end.
-    Releases the GIL: `tieaware.ranked_lists` reads the next chunk meanwhile."""
+    the chunk's judgments CSR by qrel_offsets, ids in jcodes); ids hashed from `seed`. Members go from
+    cursor[0] on, and cursor[0] is left past them: chunks read in order lay their members end to end.
+    With ``separated`` the ids in codes are each followed by NUL and their bounds id_lo/id_hi are
+    found here (`_scan_ids`); then False is returned, nothing read, if an id holds NUL itself (the
+    caller passes the bounds instead). Releases the GIL: `tieaware.ranked_lists` reads the next
+    chunk meanwhile."""
     doc_hash = np.empty(scores.shape[0], np.uint64)
     doc_key = np.empty(scores.shape[0], np.uint64)
-    for i in range(scores.shape[0]):
-        doc_hash[i] = id_hash(codes, id_lo[i], id_hi[i], seed)
+    if separated:
+        if not _scan_ids(codes, id_lo, id_hi, doc_hash, seed):
+            return False
+    else:
+        for i in range(scores.shape[0]):
+            doc_hash[i] = id_hash(codes, id_lo[i], id_hi[i], seed)
     for local in range(doc_offsets.shape[0] - 1):
         q = q0 + local
         lo, hi = doc_offsets[local], doc_offsets[local + 1]
@@ -488,3 +528,4 @@ def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, qrel_offsets, jcodes, j
                                                out, cursor[0], seed)
         n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
         cursor[0] += members
+    return True
