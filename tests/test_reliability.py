@@ -468,8 +468,8 @@ def _groups_of(lists) -> list:
 
 
 def _assert_grades_descending(lists, qrels: dict) -> None:
-    """The readers sort each query's qrels grades (`kernels.groups.sort_grades`): they are the qrels'
-    grades, best first, query by query."""
+    """The readers reorder each query's judgments best first (`ranked_lists._best_first`): the grades
+    they hand on are the qrels' grades, best first, query by query."""
     for q, qid in enumerate(lists.query_ids):
         got = lists.qrel_rel[lists.qrel_offsets[q]:lists.qrel_offsets[q + 1]].tolist()
         assert got == sorted(map(float, qrels.get(qid, {}).values()), reverse=True), qid
@@ -770,6 +770,47 @@ def test_ids_holding_nul_are_read_whole():
     qrels = {"q1": {"a\0b": 1, "a": 0}}
     run = {"q1": {"a": 0.5, "a\0b": 0.5, "a\0": 0.5}}
     assert _groups_of(ranked_lists(qrels, run)) == _brute_force_groups(qrels, run)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ids=st.lists(st.text(alphabet=st.sampled_from("ab\u00e9\u20ac\U0001d11e\ufffd\ud8000"), max_size=8),
+                    max_size=12))
+def test_ids_found_at_their_nuls_hash_as_ids_with_known_bounds(ids):
+    """`_scan_ids` (the dict reader's pass over ids each followed by NUL) gives each id's bounds and
+    the `id_hash` that ids with known bounds get (judged ids, ranx's ids): ids of every length mod 3,
+    empty ids, 2- and 4-byte code points, a lone surrogate."""
+    from tieaware.kernels.groups import SEED, _scan_ids, id_hash
+
+    codes = np.frombuffer("".join(f"{i}\0" for i in ids).encode("utf-32-le", "surrogatepass"), np.uint32)
+    lo, hi, hashes = (np.empty(len(ids), dtype) for dtype in (np.int64, np.int64, np.uint64))
+    assert _scan_ids(codes, lo, hi, hashes, SEED)
+    ends = np.cumsum([len(i) + 1 for i in ids], dtype=np.int64) - 1
+    assert np.array_equal(hi, ends) and np.array_equal(lo, ends - [len(i) for i in ids])
+    assert hashes.tolist() == [int(id_hash(codes, a, b, SEED)) for a, b in zip(lo, hi)]
+
+
+@pytest.mark.parametrize("ids", [["a", "b\0"], ["\0"], ["a\0b", "c"], ["x", "\0y"]])
+def test_scan_ids_refuses_ids_holding_nul(ids):
+    """A NUL inside an id, at its start or end, in the last id or alone, leaves more NULs than ids."""
+    from tieaware.kernels.groups import SEED, _scan_ids
+
+    codes = np.frombuffer("".join(f"{i}\0" for i in ids).encode("utf-32-le"), np.uint32)
+    assert not _scan_ids(codes, *(np.empty(len(ids), dtype) for dtype in (np.int64, np.int64, np.uint64)), SEED)
+
+
+def test_ranx_qrels_beside_a_dict_run_read_in_chunks_on_a_worker(monkeypatch):
+    """A ranx Qrels with a dict run: its judgments, read whole, are handed to the chunks of the dict
+    run in the worker pipeline; the arrays equal those of the qrels as a dict read in one piece."""
+    from tieaware import ranked_lists as module
+    from tieaware import threads
+
+    qrels, run = _tied_pair(5)
+    whole = ranked_lists(qrels, run)
+    monkeypatch.setattr(module, "CHUNK_DOCS", 30)
+    monkeypatch.setattr(threads, "n_threads", lambda: 2)
+    chunked = ranked_lists(ranx.Qrels(qrels), run)
+    _assert_same_lists(chunked, whole)
+    _assert_grades_descending(chunked, qrels)
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])

@@ -12,8 +12,8 @@ calls converts once.
 ranx ``Run``/``Qrels`` are read by jitted loops over their numba typed dicts
 (`ranx_reader`); Python dicts by C-level operations (the values by
 ``struct.pack_into``, the ids joined and encoded as UTF-32 code points) in chunks of
-about `CHUNK_DOCS` documents, with the same queries' judgments, so memory grows with
-the chunk, not the run. No Python loop touches every document. The group kernels
+about `CHUNK_DOCS` documents, with the same queries' judgments from a qrels dict, so
+memory grows with the chunk, not the run. No Python loop touches every document. The group kernels
 release the GIL: a ranx Run is read in ranges of queries on threads, and a dict's
 chunk is grouped on a worker thread while the next chunk is read (`tieaware.threads`);
 results do not depend on the number of threads.
@@ -269,13 +269,19 @@ def _float_values(kind: str, query_ids: list, per_query: list, total: int, finit
     return values
 
 
-def _dict_judgments(qrels: dict, query_ids: list) -> tuple:
-    """(offsets, codes, lo, hi, grades) of `query_ids`' judgments in a Python qrels dict (ids as
-    `_id_codes`); unusable grades are named."""
+def _judgment_dicts(qrels: dict, query_ids: list) -> tuple[list, np.ndarray]:
+    """Each of `query_ids`' judgments in a Python qrels dict ({} for a query it lacks), and their CSR offsets."""
     empty: dict = {}
     judgments = [qrels.get(q, empty) for q in query_ids]
     offsets = np.zeros(len(query_ids) + 1, np.int64)
     np.cumsum([len(docs) for docs in judgments], out=offsets[1:])
+    return judgments, offsets
+
+
+def _dict_judgments(qrels: dict, query_ids: list) -> tuple:
+    """(offsets, codes, lo, hi, grades) of `query_ids`' judgments in a Python qrels dict (ids as
+    `_id_codes`); unusable grades are named."""
+    judgments, offsets = _judgment_dicts(qrels, query_ids)
     grades = _float_values("Relevance", query_ids, judgments, int(offsets[-1]), finite=True)
     return (offsets, *_string_id_codes("qrels", query_ids, judgments, int(offsets[-1])), grades)
 
@@ -290,9 +296,10 @@ def _ranx_judgments(qrels, query_ids: list, typed_ids) -> tuple:
     return offsets, codes, lo, hi, grades
 
 
-def _judgments(qrels, query_ids: list, typed_ids=None) -> tuple:
+def _judgments(qrels, query_ids: list, typed_ids) -> tuple:
+    """`_ranx_judgments` or `_dict_judgments`, whichever `qrels` is (`typed_ids`: `query_ids` as a typed list)."""
     if is_ranx_qrels(qrels):
-        return _ranx_judgments(qrels, query_ids, ranx_reader.typed(query_ids) if typed_ids is None else typed_ids)
+        return _ranx_judgments(qrels, query_ids, typed_ids)
     return _dict_judgments(qrels, query_ids)
 
 
@@ -319,10 +326,7 @@ def _chunk_judgments(qrels, query_ids: list) -> tuple:
         def read(first: int, last: int, a: int, b: int) -> tuple:
             return codes, all_lo[a:b], all_hi[a:b], all_grades[a:b]
     else:
-        empty: dict = {}
-        judgments = [qrels.get(q, empty) for q in query_ids]
-        offsets = np.zeros(len(query_ids) + 1, np.int64)
-        np.cumsum([len(docs) for docs in judgments], out=offsets[1:])
+        judgments, offsets = _judgment_dicts(qrels, query_ids)
 
         def read(first: int, last: int, a: int, b: int) -> tuple:
             ids, per_query = query_ids[first:last], judgments[first:last]

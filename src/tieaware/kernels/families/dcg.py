@@ -85,7 +85,7 @@ def weighted(judged: Judged, p: Params, weight: np.ndarray) -> np.ndarray:
 def ideal(judged: Judged, p: Params, weight: np.ndarray) -> np.ndarray:
     """(Q,) the weighted sum of the qrels' best gains at the same cutoff (IDCG for DCG weights): the
     qrels' grades are descending per query and gains non-decreasing in the grade, so these are the
-    first min(k, R_q) judgments of each query."""
+    first min(k, n_q) of the n_q judgments of each query q."""
     offsets = judged.qrel_offsets
     rank = np.repeat(offsets[:-1], np.diff(offsets))  # 0-based rank of each judgment in its query
     np.subtract(np.arange(rank.size), rank, out=rank)
