@@ -269,38 +269,15 @@ def _float_values(kind: str, query_ids: list, per_query: list, total: int, finit
     return values
 
 
-def _judgment_dicts(qrels: dict, query_ids: list) -> tuple[list, np.ndarray]:
-    """Each of `query_ids`' judgments in a Python qrels dict ({} for a query it lacks), and their CSR offsets."""
-    empty: dict = {}
-    judgments = [qrels.get(q, empty) for q in query_ids]
-    offsets = np.zeros(len(query_ids) + 1, np.int64)
-    np.cumsum([len(docs) for docs in judgments], out=offsets[1:])
-    return judgments, offsets
-
-
-def _dict_judgments(qrels: dict, query_ids: list) -> tuple:
-    """(offsets, codes, lo, hi, grades) of `query_ids`' judgments in a Python qrels dict (ids as
-    `_id_codes`); unusable grades are named."""
-    judgments, offsets = _judgment_dicts(qrels, query_ids)
-    grades = _float_values("Relevance", query_ids, judgments, int(offsets[-1]), finite=True)
-    return (offsets, *_string_id_codes("qrels", query_ids, judgments, int(offsets[-1])), grades)
-
-
 def _ranx_judgments(qrels, query_ids: list, typed_ids) -> tuple:
-    """`_dict_judgments` of a ranx Qrels (read in numba)."""
+    """(offsets, codes, lo, hi, grades) of `query_ids`' judgments in a ranx Qrels, read in numba (ids as
+    `_id_codes`); unusable grades are named."""
     offsets, codes, lo, hi, grades = ranx_reader.qrels_arrays(qrels.qrels, typed_ids)
     codes.setflags(write=False)  # as the dict reader's: read_chunk compiles for one layout of its arguments
     if not np.isfinite(grades).all():
         _name_bad_value("Relevance", query_ids, [dict(qrels.qrels[q]) if q in qrels.qrels else {} for q in query_ids],
                         finite=True)
     return offsets, codes, lo, hi, grades
-
-
-def _judgments(qrels, query_ids: list, typed_ids) -> tuple:
-    """`_ranx_judgments` or `_dict_judgments`, whichever `qrels` is (`typed_ids`: `query_ids` as a typed list)."""
-    if is_ranx_qrels(qrels):
-        return _ranx_judgments(qrels, query_ids, typed_ids)
-    return _dict_judgments(qrels, query_ids)
 
 
 def _best_first(offsets: np.ndarray, lo: np.ndarray, hi: np.ndarray, grades: np.ndarray) -> tuple:
@@ -311,22 +288,28 @@ def _best_first(offsets: np.ndarray, lo: np.ndarray, hi: np.ndarray, grades: np.
     return lo[order], hi[order], grades[order]
 
 
-def _chunk_judgments(qrels, query_ids: list) -> tuple:
-    """(offsets, grades, of_chunk): the judgments of `query_ids` as CSR offsets and grades (each
-    query's descending), and of_chunk(first, last) -> (offsets from 0, codes, lo, hi, grades) of
-    queries first..last-1 (ids as `_id_codes`, `_best_first`), which also fills those queries' grades.
+def _judgments(qrels, query_ids: list, typed_ids=None) -> tuple:
+    """(offsets, grades, of_queries): the judgments of `query_ids` as CSR offsets and grades (each
+    query's descending), and of_queries(first, last) -> (offsets from 0, codes, lo, hi, grades) of
+    queries first..last-1 (ids as `_id_codes`, judgments `_best_first`), which also fills those
+    queries' grades. `typed_ids`: `query_ids` as a typed list, if the caller has it (ranx Qrels).
 
-    A Python qrels dict is read chunk by chunk beside the run, so the worker thread starts on the
-    first chunk at once instead of waiting for all of the qrels (10k x 1k: 520k judgments, 0.05 s),
-    and each chunk's grades are sorted there, while the worker groups the chunk before (the main
-    thread waits for it anyway): no sort of all the grades after the read (~0.015 s)."""
+    A ranx Run's reader takes all queries at once. A dict run's reader takes them chunk by chunk
+    beside the run, so its worker thread starts on the first chunk at once instead of waiting for
+    all of a qrels dict (10k x 1k: 520k judgments, 0.05 s), and each chunk's grades are sorted
+    there, while the worker groups the chunk before (the main thread waits for it anyway): no sort
+    of all the grades after the read (~0.015 s)."""
     if is_ranx_qrels(qrels):
-        offsets, codes, all_lo, all_hi, all_grades = _ranx_judgments(qrels, query_ids, ranx_reader.typed(query_ids))
+        offsets, codes, all_lo, all_hi, all_grades = _ranx_judgments(
+            qrels, query_ids, ranx_reader.typed(query_ids) if typed_ids is None else typed_ids)
 
         def read(first: int, last: int, a: int, b: int) -> tuple:
             return codes, all_lo[a:b], all_hi[a:b], all_grades[a:b]
     else:
-        judgments, offsets = _judgment_dicts(qrels, query_ids)
+        empty: dict = {}
+        judgments = [qrels.get(q, empty) for q in query_ids]
+        offsets = np.zeros(len(query_ids) + 1, np.int64)
+        np.cumsum([len(docs) for docs in judgments], out=offsets[1:])
 
         def read(first: int, last: int, a: int, b: int) -> tuple:
             ids, per_query = query_ids[first:last], judgments[first:last]
@@ -334,20 +317,20 @@ def _chunk_judgments(qrels, query_ids: list) -> tuple:
                     _float_values("Relevance", ids, per_query, b - a, finite=True))
     grades = np.empty(int(offsets[-1]), np.float64)
 
-    def of_chunk(first: int, last: int) -> tuple:
+    def of_queries(first: int, last: int) -> tuple:
         a, b = int(offsets[first]), int(offsets[last])
         local = offsets[first:last + 1] - a
-        codes, lo, hi, chunk_grades = read(first, last, a, b)
-        lo, hi, grades[a:b] = _best_first(local, lo, hi, chunk_grades)
+        codes, lo, hi, unsorted = read(first, last, a, b)
+        lo, hi, grades[a:b] = _best_first(local, lo, hi, unsorted)
         return local, codes, lo, hi, grades[a:b]
-    return offsets, grades, of_chunk
+    return offsets, grades, of_queries
 
 
 def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
     """Chunks of whole queries (about `CHUNK_DOCS` documents) read into arrays by C-level Python calls
-    (`_chunk_arrays`, `_chunk_judgments`, holding the GIL) while a worker thread runs `read_chunk`
+    (`_chunk_arrays`, `_judgments`, holding the GIL) while a worker thread runs `read_chunk`
     (no GIL) on the chunk before."""
-    qrel_offsets, grades, chunk_judgments = _chunk_judgments(qrels, query_ids)
+    qrel_offsets, grades, judgments_of = _judgments(qrels, query_ids)
     empty: dict = {}
     runs = [run.get(q, empty) for q in query_ids]
     n_ret = np.fromiter(map(len, runs), np.int64, len(runs))
@@ -367,7 +350,7 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
     def arguments(first: int, last: int, separated: bool = True) -> tuple:
         return (offsets[first:last + 1] - offsets[first],
                 *_chunk_arrays(query_ids, runs, offsets, first, last, separated), separated,
-                *chunk_judgments(first, last), first, work, groups.out, groups.n_members, groups.n_groups,
+                *judgments_of(first, last), first, work, groups.out, groups.n_members, groups.n_groups,
                 groups.first_nan, cursor, SEED)
 
     def read_again_if_refused(done: bool, first: int, last: int) -> None:
@@ -411,8 +394,8 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys:
         offsets = ranx_reader.run_sizes(run.run, typed_ids)
     else:
         typed_ids, offsets = run_keys
-    qrel_offsets, jcodes, j_lo, j_hi, grades = _judgments(qrels, query_ids, typed_ids)
-    j_lo, j_hi, grades = _best_first(qrel_offsets, j_lo, j_hi, grades)
+    qrel_offsets, grades, judgments_of = _judgments(qrels, query_ids, typed_ids)
+    _, jcodes, j_lo, j_hi, _ = judgments_of(0, len(query_ids))
     n_ret = np.diff(offsets)
     groups = _Groups(n_ret, qrel_offsets)
     ranges = threads.query_ranges(offsets)
