@@ -80,9 +80,11 @@ def ap_moments(count, offsets, above, size, end, relevant, cutoff, work, out):
             c = above[gi]
             g = size[gi]
             t = top_slots(cutoff[q], c, g)
+            if t == 0:
+                break  # this group and every later one lie past the cutoff
             r = count_relevant(relevant, start, end[gi])
             start = end[gi]
-            if r > 0 and t > 0:
+            if r > 0:
                 for u in range(t):
                     inner = (r - 1.0) / (g - 1.0) * u if g > 1 else 0.0
                     expected += r / g * (rel_above + 1.0 + inner) / (c + u + 1.0)

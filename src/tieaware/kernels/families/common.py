@@ -39,7 +39,9 @@ SCALED = "scaled"
 class Groups(NamedTuple):
     """A group structure. Group slots of query q are offsets[q] .. offsets[q] + count[q] - 1 and its
     judged members start at offsets[q]; slot i has above[i] documents above it, size[i] documents in
-    it, and its members end (exclusive) at end[i]. These are a family kernel's first five arguments."""
+    it, and its members end (exclusive) at end[i]. A query's groups are in rank order, so above is
+    non-decreasing within it: a kernel stops at the first group past the cutoff. These are a family
+    kernel's first five arguments."""
 
     count: np.ndarray
     offsets: np.ndarray

@@ -50,13 +50,15 @@ def weighted_moments(count, offsets, above, size, end, gain, cutoff, weight, wei
             c = above[gi]
             g = size[gi]
             t = top_slots(cutoff[q], c, g)
+            if t == 0:
+                break  # this group and every later one lie past the cutoff
             sum_a = 0.0
             sum_a2 = 0.0
             for j in range(start, end[gi]):
                 sum_a += gain[j]
                 sum_a2 += gain[j] * gain[j]
             start = end[gi]
-            if t == 0 or sum_a == 0.0:
+            if sum_a == 0.0:
                 continue
             if t == 1:
                 sum_w = weight[c + 1]

@@ -39,6 +39,8 @@ def hits_moments(count, offsets, above, size, end, relevant, cutoff, out):
         for gi in range(offsets[q], offsets[q] + count[q]):
             g = size[gi]
             t = top_slots(cutoff[q], above[gi], g)
+            if t == 0:
+                break  # this group and every later one lie past the cutoff
             r = count_relevant(relevant, start, end[gi])
             start = end[gi]
             expected += t * r / g

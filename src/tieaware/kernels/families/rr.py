@@ -39,6 +39,8 @@ def rr_moments(count, offsets, above, size, end, relevant, cutoff, out):
             c = above[gi]
             g = size[gi]
             t = top_slots(cutoff[q], c, g)
+            if t == 0:
+                break  # this group and every later one lie past the cutoff
             r = count_relevant(relevant, start, end[gi])
             start = end[gi]
             if r == 0:

@@ -33,9 +33,11 @@ def success_moments(count, offsets, above, size, end, relevant, cutoff, out):
         for gi in range(offsets[q], offsets[q] + count[q]):
             g = size[gi]
             t = top_slots(cutoff[q], above[gi], g)
+            if t == 0:
+                break  # this group and every later one lie past the cutoff
             r = count_relevant(relevant, start, end[gi])
             start = end[gi]
-            if r > 0 and t > 0:
+            if r > 0:
                 if t > g - r:  # more top-k slots than non-relevant documents
                     none_found = 0.0
                 else:
