@@ -117,6 +117,22 @@ def test_ranx_run_conversion_is_cached_per_object():
     assert ranked_lists(ranx.Qrels(QRELS), run) is not ranked_lists(qrels, run)
 
 
+def test_a_dropped_ranx_run_and_its_cached_conversion_are_freed():
+    """The cache holds a Run weakly and nothing in its entry refers back to the Run: once the caller
+    drops it, the Run and its conversion go (a loop evaluating new Runs keeps no memory)."""
+    import gc
+    import weakref
+
+    from tieaware.ranked_lists import ranked_lists
+
+    qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN)
+    tieaware.evaluate(qrels, run, ["ndcg@3", "P@2"], oblivious="ranx")  # reads the run's scores again
+    run_ref, lists_ref = weakref.ref(run), weakref.ref(ranked_lists(qrels, run))
+    del run
+    gc.collect()
+    assert run_ref() is None and lists_ref() is None
+
+
 def test_metrics_of_one_level_share_flags_that_the_cached_conversion_does_not_keep(monkeypatch):
     from tieaware.kernels.families import common
     from tieaware.ranked_lists import ranked_lists

@@ -409,8 +409,10 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys:
         raise InputError(f"Run score is NaN for query {query_ids[q]!r}, document {doc!r} "
                          f"({bad.size} queries have NaN scores).")
 
+    run_td = run.run  # not the Run: the cache holds these lists while the Run lives, and no longer
+
     def all_scores() -> np.ndarray:
-        return ranx_reader.run_scores(run.run, typed_ids, offsets)
+        return ranx_reader.run_scores(run_td, typed_ids, offsets)
 
     return groups.lists(query_ids, n_ret, qrel_offsets, grades, ranges,
                         ranx_order=None if run.sorted else RANX_ARGSORT_NEGATED, all_scores=all_scores,
