@@ -14,7 +14,7 @@ ranx ``Run``/``Qrels`` are read by jitted loops over their numba typed dicts
 ``struct.pack_into``, the ids joined and encoded as UTF-32 code points) in chunks of
 about `CHUNK_DOCS` documents, with the same queries' judgments from a qrels dict, so
 memory grows with the chunk, not the run. No Python loop touches every document. The group kernels
-release the GIL: a ranx Run is read in ranges of queries on threads, and a dict's
+release the GIL: a ranx Run (and a ranx Qrels beside it) is read in ranges of queries on threads, and a dict's
 chunk is grouped on a worker thread while the next chunk is read (`tieaware.threads`);
 results do not depend on the number of threads.
 """
@@ -269,14 +269,19 @@ def _float_values(kind: str, query_ids: list, per_query: list, total: int, finit
     return values
 
 
-def _ranx_judgments(qrels, query_ids: list, typed_ids) -> tuple:
-    """(offsets, codes, lo, hi, grades) of `query_ids`' judgments in a ranx Qrels, read in numba (ids as
-    `_id_codes`); unusable grades are named."""
-    offsets, codes, lo, hi, grades = ranx_reader.qrels_arrays(qrels.qrels, typed_ids)
-    codes.setflags(write=False)  # as the dict reader's: read_chunk compiles for one layout of its arguments
+def _check_ranx_grades(qrels, query_ids: list, grades: np.ndarray) -> None:
+    """Name the first unusable grade (NaN, +/-inf) of `query_ids` in a ranx Qrels, if `grades` hold one."""
     if not np.isfinite(grades).all():
         _name_bad_value("Relevance", query_ids, [dict(qrels.qrels[q]) if q in qrels.qrels else {} for q in query_ids],
                         finite=True)
+
+
+def _ranx_judgments(qrels, query_ids: list) -> tuple:
+    """(offsets, codes, lo, hi, grades) of `query_ids`' judgments in a ranx Qrels, read in numba (ids as
+    `_id_codes`); unusable grades are named."""
+    offsets, codes, lo, hi, grades = ranx_reader.qrels_arrays(qrels.qrels, ranx_reader.typed(query_ids))
+    codes.setflags(write=False)  # as the dict reader's: read_chunk compiles for one layout of its arguments
+    _check_ranx_grades(qrels, query_ids, grades)
     return offsets, codes, lo, hi, grades
 
 
@@ -288,20 +293,19 @@ def _best_first(offsets: np.ndarray, lo: np.ndarray, hi: np.ndarray, grades: np.
     return lo[order], hi[order], grades[order]
 
 
-def _judgments(qrels, query_ids: list, typed_ids=None) -> tuple:
+def _judgments(qrels, query_ids: list) -> tuple:
     """(offsets, grades, of_queries): the judgments of `query_ids` as CSR offsets and grades (each
     query's descending), and of_queries(first, last) -> (offsets from 0, codes, lo, hi, grades) of
     queries first..last-1 (ids as `_id_codes`, judgments `_best_first`), which also fills those
-    queries' grades. `typed_ids`: `query_ids` as a typed list, if the caller has it (ranx Qrels).
+    queries' grades.
 
-    A ranx Run's reader takes all queries at once. A dict run's reader takes them chunk by chunk
+    A ranx Run's reader takes all queries of a qrels dict at once. A dict run's reader takes them chunk by chunk
     beside the run, so its worker thread starts on the first chunk at once instead of waiting for
     all of a qrels dict (10k x 1k: 520k judgments, 0.05 s), and each chunk's grades are sorted
     there, while the worker groups the chunk before (the main thread waits for it anyway): no sort
     of all the grades after the read (~0.015 s)."""
     if is_ranx_qrels(qrels):
-        offsets, codes, all_lo, all_hi, all_grades = _ranx_judgments(
-            qrels, query_ids, ranx_reader.typed(query_ids) if typed_ids is None else typed_ids)
+        offsets, codes, all_lo, all_hi, all_grades = _ranx_judgments(qrels, query_ids)
 
         def read(first: int, last: int, a: int, b: int) -> tuple:
             return codes, all_lo[a:b], all_hi[a:b], all_grades[a:b]
@@ -388,20 +392,30 @@ def _chunk_arrays(query_ids: list, runs: list, offsets: np.ndarray, first: int, 
 
 def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys: tuple) -> RankedLists:
     """`run_keys`: the Run's own keys as a typed list and its CSR offsets (`ranx_reader.queries`),
-    which are `query_ids` unless ``make_comparable``."""
+    which are `query_ids` unless ``make_comparable``. A ranx Qrels is read query by query in the
+    same threaded pass as the Run (`ranx_reader.judged_ids`), its grades then sorted best-first; a
+    Python qrels dict is read first (`_judgments`)."""
     if make_comparable:
         typed_ids = ranx_reader.typed(query_ids)
         offsets = ranx_reader.run_sizes(run.run, typed_ids)
     else:
         typed_ids, offsets = run_keys
-    qrel_offsets, grades, judgments_of = _judgments(qrels, query_ids, typed_ids)
-    _, jcodes, j_lo, j_hi, _ = judgments_of(0, len(query_ids))
+    if is_ranx_qrels(qrels):
+        qrel_offsets = ranx_reader.run_sizes(qrels.qrels, typed_ids)
+        grades = np.empty(int(qrel_offsets[-1]), np.float64)
+        judgments = qrels.qrels
+    else:
+        qrel_offsets, grades, judgments_of = _judgments(qrels, query_ids)
+        judgments = judgments_of(0, len(query_ids))[1:4]
     n_ret = np.diff(offsets)
     groups = _Groups(n_ret, qrel_offsets)
     ranges = threads.query_ranges(offsets)
     parts = threads.map_kernel(ranx_reader.read_run, [
-        (run.run, typed_ids, lo, hi, offsets, qrel_offsets, jcodes, j_lo, j_hi, grades, groups.work(), groups.out,
+        (run.run, judgments, typed_ids, lo, hi, offsets, qrel_offsets, grades, groups.work(), groups.out,
          groups.n_members, groups.n_groups, groups.first_nan, groups.room[lo], SEED) for lo, hi in ranges])
+    if is_ranx_qrels(qrels):
+        _check_ranx_grades(qrels, query_ids, grades)
+        grades = grades[argsort_segments(-grades, qrel_offsets)]
     bad = np.flatnonzero(groups.first_nan >= 0)
     if bad.size:
         q = int(bad[0])

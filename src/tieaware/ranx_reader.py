@@ -4,9 +4,10 @@ ranx keeps a run as ``Dict[str, Dict[UnicodeCharSeq(W), float64]]`` (W: its
 longest doc id) and qrels likewise with int64 grades. Calling into such dicts
 from Python costs about 1 µs per lookup, so every pass over them runs in numba:
 
-* `read_run`: one pass per query over its items, copying the scores and the
-  ids' code points into per-query scratch, then `kernels.groups.query_groups`
-  (shared with the reader of Python dicts) builds the judged groups. Ids are
+* `read_run`: one pass per query over its items and those of its judgments in a
+  Qrels (`judged_ids`), copying the scores, grades and the ids' code points into
+  per-query scratch, then `kernels.groups.query_groups` (shared with the reader
+  of Python dicts) builds the judged groups. Ids are
   read as code points, never turned into strings (a typed-dict lookup by string
   costs ~0.5 µs); code point order is the order trec_eval's ``strcmp`` gives
   their UTF-8 bytes.
@@ -37,6 +38,7 @@ from numba.cpython.unicode import (
     _empty_string,
     _set_code_point,
 )
+from numba.extending import overload
 from numba.typed import List
 
 from . import threads
@@ -166,7 +168,8 @@ def typed(ids: list) -> List:
 @kernel
 def qrels_arrays(qrels_td, query_ids):
     """Judgments of `query_ids` (CSR offsets (Q+1,)), their ids as code points codes[lo:hi], and grades;
-    one pass over the judgments (the code point array grows when ids are longer than 8 on average)."""
+    one pass over the judgments (the code point array grows when ids are longer than 8 on average).
+    For a Qrels beside a run of Python dicts (`read_run` reads a Qrels itself)."""
     offsets = run_sizes(qrels_td, query_ids)
     codes = np.empty(8 * offsets[-1] + 16, np.uint32)
     lo = np.empty(offsets[-1], np.int64)
@@ -187,22 +190,59 @@ def qrels_arrays(qrels_td, query_ids):
     return offsets, codes[:c], lo, hi, grades
 
 
+def judged_ids(judgments, qid, a, b, scratch, lo, hi, grades):
+    """Query `qid`'s judged ids as (scratch, codes, lo, hi), id t being codes[lo[t]:hi[t]], for
+    `kernels.groups.query_groups`; its judgments are a..b-1 of the query's CSR range.
+
+    `judgments` is a ranx Qrels' typed dict, read here: ids into `scratch` (returned, grown when it
+    has no room; then codes is scratch) and lo, hi; grades into grades[a:b], in the dict's order.
+    Or it is (codes, lo, hi) of every query's judgments, read before (a Python qrels dict beside a
+    ranx Run): their a..b-1 are returned and nothing is written."""
+
+
+@overload(judged_ids)
+def _judged_ids_impl(judgments, qid, a, b, scratch, lo, hi, grades):
+    if isinstance(judgments, types.DictType):
+        def read(judgments, qid, a, b, scratch, lo, hi, grades):
+            c = 0
+            if b > a:  # a query with judgments (R > 0 or N > 0) is in the Qrels
+                j = 0
+                for key, grade in judgments[qid].items():
+                    scratch = _appended(scratch, c, key)
+                    lo[j] = c
+                    c += len(key)
+                    hi[j] = c
+                    grades[a + j] = grade
+                    j += 1
+            return scratch, scratch, lo[:b - a], hi[:b - a]
+        return read
+    return lambda judgments, qid, a, b, scratch, lo, hi, grades: (scratch, judgments[0], judgments[1][a:b],
+                                                                   judgments[2][a:b])
+
+
 @kernel(nogil=True)
-def read_run(run_td, query_ids, q_lo, q_hi, offsets, qrel_offsets, jcodes, j_lo, j_hi, j_grade, work, out, n_members,
-             n_groups, first_nan, m0, seed):
+def read_run(run_td, judgments, query_ids, q_lo, q_hi, offsets, qrel_offsets, grades, work, out, n_members, n_groups,
+             first_nan, m0, seed):
     """Fill the judged groups of queries q_lo..q_hi-1 (`kernels.groups.query_groups`, members written
-    in query order from m0); returns these queries' part of the Run's `fingerprint`, (hash from 0,
-    values folded), when ``query_ids`` are its queries in its order. Releases the GIL: ranges of
-    queries run on threads (`tieaware.threads`)."""
+    in query order from m0), their judgments from `judgments` (`judged_ids`: a ranx Qrels' typed
+    dict, read here into grades[qrel_offsets[q_lo]:qrel_offsets[q_hi]], or arrays read before);
+    returns these queries' part of the Run's `fingerprint`, (hash from 0, values folded), when
+    ``query_ids`` are its queries in its order. Releases the GIL: ranges of queries run on threads
+    (`tieaware.threads`)."""
     longest = 1
+    most_judged = 1
     for i in range(q_lo, q_hi):
         longest = max(longest, offsets[i + 1] - offsets[i])
+        most_judged = max(most_judged, qrel_offsets[i + 1] - qrel_offsets[i])
     scores = np.empty(longest, np.float64)
     id_lo = np.empty(longest, np.int64)
     id_hi = np.empty(longest, np.int64)
     doc_hash = np.empty(longest, np.uint64)
     doc_key = np.empty(longest, np.uint64)
     codes = np.empty(16 * longest, np.uint32)
+    jscratch = np.empty(16 * most_judged, np.uint32)
+    j_lo = np.empty(most_judged, np.int64)
+    j_hi = np.empty(most_judged, np.int64)
     bits = np.empty(1, np.float64)
     as_int = bits.view(np.uint64)
     h = np.uint64(0)
@@ -210,6 +250,8 @@ def read_run(run_td, query_ids, q_lo, q_hi, offsets, qrel_offsets, jcodes, j_lo,
     cursor = m0
     for q in range(q_lo, q_hi):
         qid = query_ids[q]
+        a, b = qrel_offsets[q], qrel_offsets[q + 1]
+        jscratch, jcodes, lo, hi = judged_ids(judgments, qid, a, b, jscratch, j_lo, j_hi, grades)
         n_members[q], n_groups[q], first_nan[q] = 0, 0, -1
         if qid not in run_td:
             continue
@@ -227,9 +269,8 @@ def read_run(run_td, query_ids, q_lo, q_hi, offsets, qrel_offsets, jcodes, j_lo,
             doc_hash[j] = id_hash(codes, id_lo[j], c, seed)
             h = fold(h, _item(doc_hash[j], s, bits, as_int))
             j += 1
-        a, b = qrel_offsets[q], qrel_offsets[q + 1]
         members, groups, nan_at = query_groups(scores[:j], codes, id_lo[:j], id_hi[:j], doc_hash[:j], doc_key[:j],
-                                               jcodes, j_lo[a:b], j_hi[a:b], j_grade[a:b], work, out, cursor, seed)
+                                               jcodes, lo, hi, grades[a:b], work, out, cursor, seed)
         n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
         cursor += members
     return h, folded
