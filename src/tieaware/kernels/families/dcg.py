@@ -87,14 +87,13 @@ def weighted(judged: Judged, p: Params, weight: np.ndarray) -> np.ndarray:
 def ideal(judged: Judged, p: Params, weight: np.ndarray) -> np.ndarray:
     """(Q,) the weighted sum of the qrels' best gains at the same cutoff (IDCG for DCG weights): the
     qrels' grades are descending per query and gains non-decreasing in the grade, so these are the
-    first min(k, n_q) of the n_q judgments of each query q."""
+    first min(k, n_q) of the n_q judgments of each query q (only those are read)."""
     offsets = judged.qrel_offsets
-    rank = np.repeat(offsets[:-1], np.diff(offsets))  # 0-based rank of each judgment in its query
-    np.subtract(np.arange(rank.size), rank, out=rank)
-    top = np.flatnonzero(rank < p.k) if p.k is not None else np.arange(rank.size)
-    terms = gains(judged.qrel_rel[top], p) * weight[rank[top] + 1]
-    query_of = np.searchsorted(offsets, top, side="right") - 1
-    return np.bincount(query_of, weights=terms, minlength=judged.n_queries)
+    taken = np.diff(offsets) if p.k is None else np.minimum(np.diff(offsets), p.k)
+    first = np.cumsum(taken) - taken  # where each query's taken judgments start among all taken
+    rank = np.arange(int(taken.sum())) - np.repeat(first, taken)  # 0-based rank within its query
+    terms = gains(judged.qrel_rel[np.repeat(offsets[:-1], taken) + rank], p) * weight[rank + 1]
+    return np.bincount(np.repeat(np.arange(judged.n_queries), taken), weights=terms, minlength=judged.n_queries)
 
 
 def discounts(judged: Judged) -> np.ndarray:
