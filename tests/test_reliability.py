@@ -5,6 +5,7 @@ import bz2
 import gzip
 import lzma
 import math
+import os
 import subprocess
 import sys
 from decimal import Decimal
@@ -732,21 +733,31 @@ def test_evaluating_ranx_objects_compiles_no_typed_container_method():
     subprocess.run([sys.executable, "-c", code], check=True, timeout=600)
 
 
-def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers():
-    """numba specialises on a Run's doc-id width: only `ranx_reader`'s loops compile again, never
-    the group or metric kernels (they take plain arrays)."""
-    from numba import typeof
+@pytest.mark.slow
+def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers(tmp_path):
+    """numba specialises on a Run's (and a Qrels') doc-id width: only `ranx_reader`'s loops compile
+    again, never the group or metric kernels (they take plain arrays). In a new process with an empty
+    cache, so that the first width compiles every kernel there: a reader loaded from the disk cache
+    brings the group stages it inlines without compiling them, and the next width would then compile
+    them for the first time in the process, not again."""
+    code = """if True:
+        import ranx, tieaware
+        from numba import typeof
+        from tieaware import ranx_reader
+        from tieaware.warming import _dispatchers
 
-    from tieaware import ranx_reader
-    from tieaware.warming import _dispatchers
-
-    qrels = ranx.Qrels({"q1": {"d1": 1, "d3": 0}})
-    tieaware.evaluate(qrels, ranx.Run({"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.25}}), ["ndcg@2", "map"])
-    kernels = {kernel: len(kernel.signatures) for kernel in _dispatchers()}
-    wide = ranx.Run({"q1": {"d1": 0.5, "d" + "x" * 40 + "y": 0.5, "d3": 0.25}})
-    tieaware.evaluate(qrels, wide, ["ndcg@2", "map"])
-    assert typeof(wide.run) in [signature[0] for signature in ranx_reader.read_run.signatures]
-    assert {kernel: len(kernel.signatures) for kernel in _dispatchers()} == kernels
+        qrels = ranx.Qrels({"q1": {"d1": 1, "d3": 0}})
+        tieaware.evaluate(qrels, ranx.Run({"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.25}}), "ndcg@2")
+        kernels = {kernel: len(kernel.signatures) for kernel in _dispatchers()}
+        wide = ranx.Run({"q1": {"d1": 0.5, "d" + "x" * 40 + "y": 0.5, "d3": 0.25}})
+        tieaware.evaluate(qrels, wide, "ndcg@2")
+        tieaware.evaluate(ranx.Qrels({"q1": {"d1": 1, "d" + "z" * 30: 0}}), wide, "ndcg@2")
+        assert [typeof(wide.run)] * 2 == [signature[0] for signature in ranx_reader.read_run.signatures][1:]
+        after = {kernel: len(kernel.signatures) for kernel in _dispatchers()}
+        assert after == kernels, {kernel.py_func.__qualname__: n for kernel, n in after.items() if n != kernels[kernel]}
+    """
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=600,
+                   env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
 
 
 def test_scores_are_placed_exactly_among_infinite_or_crowded_judged_scores():

@@ -25,7 +25,8 @@ from Python costs about 1 µs per lookup, so every pass over them runs in numba:
 queries on threads (`tieaware.threads`): each range hashes from 0 and `joined`
 combines the parts into the hash one pass would give. These kernels compile
 once per doc-id width (numba specialises on the dict types, as ranx's own
-kernels do); the group kernels they call take plain arrays and compile once.
+kernels do; `read_run` per pair of Run and Qrels widths); the group kernels
+they call take plain arrays and compile once.
 """
 from __future__ import annotations
 
@@ -216,8 +217,10 @@ def _judged_ids_impl(judgments, qid, a, b, scratch, lo, hi, grades):
                     j += 1
             return scratch, scratch, lo[:b - a], hi[:b - a]
         return read
-    return lambda judgments, qid, a, b, scratch, lo, hi, grades: (scratch, judgments[0], judgments[1][a:b],
-                                                                   judgments[2][a:b])
+    if isinstance(judgments, types.BaseTuple):
+        return lambda judgments, qid, a, b, scratch, lo, hi, grades: (scratch, judgments[0], judgments[1][a:b],
+                                                                       judgments[2][a:b])
+    return None
 
 
 @kernel(nogil=True)
