@@ -191,7 +191,7 @@ def _separated_ids(per_query: list) -> np.ndarray:
 def _id_codes(per_query: list, n: int, separated: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The n ids (keys) of the dicts in `per_query`, in order, as Unicode code points: (codes, lo, hi),
     id i being codes[lo[i]:hi[i]]. With `separated`, the codes of `_separated_ids` and lo, hi left
-    for `read_chunk` to fill (it finds the NULs in the pass that hashes the ids: 10k x 1k, numpy's
+    for `read_chunk` to fill (it finds the NULs on the worker thread, beside the ids' hashes: 10k x 1k, numpy's
     search for them took the main thread ~0.04 s); otherwise found here, by the NULs or, when an id
     holds NUL itself, by the ids' lengths."""
     if separated:
@@ -270,7 +270,8 @@ def _float_values(kind: str, query_ids: list, per_query: list, total: int, finit
 
 
 def _check_ranx_grades(qrels, query_ids: list, grades: np.ndarray) -> None:
-    """Name the first unusable grade (NaN, +/-inf) of `query_ids` in a ranx Qrels, if `grades` hold one."""
+    """Name the first unusable grade (NaN, +/-inf) of `query_ids` in a ranx Qrels, if `grades` hold one
+    (ranx builds int64 grades; a typed dict of floats put in a Qrels by hand can hold them)."""
     if not np.isfinite(grades).all():
         _name_bad_value("Relevance", query_ids, [dict(qrels.qrels[q]) if q in qrels.qrels else {} for q in query_ids],
                         finite=True)

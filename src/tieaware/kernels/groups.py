@@ -86,21 +86,13 @@ def mix64(x):
 
 
 @kernel(inline="always")
-def _hashed_in(h, word):
-    """One step of `id_hash`: a word xor-multiplied in and its high bits folded down (a multiply
-    only carries differences upwards)."""
-    h = (h ^ word) * _MIX
-    return h ^ (h >> np.uint64(32))
-
-
-@kernel(inline="always")
 def id_hash(text, lo, hi, seed):
     """Hash of code points lo..hi-1 of `text` (`code_at`) from a `seed`: three 21-bit code points
-    per 64-bit word, each word `_hashed_in`, then the length xored in and `mix64`. (The length comes
-    last so that `_scan_ids` hashes an id in the pass that finds where it ends.) Readers pass `SEED`,
-    drawn per process, so ids cannot be built in advance to collide; matches in the judged table
-    are confirmed by `compare_ids` all the same."""
-    h = seed
+    per 64-bit word, each word xor-multiplied in and its high bits folded down (a multiply only
+    carries differences upwards), then `mix64`. Readers pass `SEED`, drawn per process, so ids
+    cannot be built in advance to collide; matches in the judged table are confirmed by
+    `compare_ids` all the same."""
+    h = seed ^ np.uint64(hi - lo)
     c = lo
     while c < hi:
         word = np.uint64(code_at(text, c))
@@ -108,33 +100,25 @@ def id_hash(text, lo, hi, seed):
             word |= np.uint64(code_at(text, c + 1)) << np.uint64(21)
         if c + 2 < hi:
             word |= np.uint64(code_at(text, c + 2)) << np.uint64(42)
-        h = _hashed_in(h, word)
+        h = (h ^ word) * _MIX
+        h ^= h >> np.uint64(32)
         c += 3
-    return mix64(h ^ np.uint64(hi - lo))
+    return mix64(h)
 
 
 @kernel(inline="always")
 def _scan_ids(codes, id_lo, id_hi, doc_hash, seed):
-    """For code points holding n ids each followed by NUL: each id's bounds codes[id_lo:id_hi] and
-    its `id_hash`, in one pass. Returns False when the codes hold more NULs than ids (an id holds
+    """For code points holding n ids each followed by NUL: each id's bounds codes[id_lo:id_hi], up
+    to its NUL, and its `id_hash`. Returns False when the codes hold more NULs than ids (an id holds
     NUL itself), the bounds then being wrong. Every id ends at a NUL, so no read passes the end."""
     c = 0
     for i in range(id_lo.shape[0]):
         start = c
-        h = seed
         while codes[c] != 0:
-            word = np.uint64(codes[c])
             c += 1
-            if codes[c] != 0:
-                word |= np.uint64(codes[c]) << np.uint64(21)
-                c += 1
-                if codes[c] != 0:
-                    word |= np.uint64(codes[c]) << np.uint64(42)
-                    c += 1
-            h = _hashed_in(h, word)
         id_lo[i] = start
         id_hi[i] = c
-        doc_hash[i] = mix64(h ^ np.uint64(c - start))
+        doc_hash[i] = id_hash(codes, start, c, seed)
         c += 1
     return c == codes.shape[0]
 
