@@ -88,8 +88,8 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             chunk, not the run. Results equal the in-memory path exactly. A file not
             grouped by query is partitioned by query first (`tieaware.streaming`).
         per_query_out: a path; per-query rows (metric, query, statistics) are written there
-            as TSV as they are produced (``.parquet``: Parquet at the end), for
-            `tieaware.streaming.merge` of sharded evaluations.
+            as TSV (``.parquet``: Parquet) with the metric names, relevance level, tie order and
+            tieaware version, for `tieaware.streaming.merge` of sharded evaluations.
 
     Returns:
         One `MetricResult` (a float) for one metric name, else an
@@ -110,18 +110,17 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             from .streaming import evaluate_stream
 
             query_ids, frames = evaluate_stream(qrels, run, specs, make_comparable, oblivious,
-                                                chunk_queries=None if stream is True else stream,
-                                                per_query_out=per_query_out)
+                                                chunk_queries=None if stream is True else stream)
             results = {spec.name: MetricResult(spec.name, frames[spec.name], oblivious) for spec in specs}
         else:
             query_ids, tables = per_query_tables(qrels, run, specs, make_comparable, oblivious)
             results = {spec.name: MetricResult.from_table(spec.name, query_ids, tables[spec.name], oblivious)
                        for spec in specs}
-            if per_query_out is not None:
-                from .streaming import write_per_query
+    if per_query_out is not None:
+        from .streaming import write_per_query
 
-                write_per_query(per_query_out, {name: r.per_query for name, r in results.items()}, oblivious,
-                                append=False)
+        write_per_query(per_query_out, {name: r.per_query for name, r in results.items()}, oblivious=oblivious,
+                        relevance_level=relevance_level)
     if not query_ids:
         warnings.warn("No queries to evaluate (empty qrels and run): every result is NaN.", RuntimeWarning,
                       stacklevel=2)

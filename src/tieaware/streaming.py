@@ -9,13 +9,14 @@ every ranker's do). If a query comes back after another one started, the file is
 first partitioned by query into temporary bucket files (one extra pass, a warning
 says so), each of which holds whole queries.
 
-`write_per_query` writes per-query rows as they are produced (TSV, or Parquet at
-the end), and `merge` combines such tables from shards (one process per shard of
-queries) into the `EvaluationReport` a single run gives.
+`write_per_query` writes per-query rows with what defines them (TSV or Parquet),
+and `merge` combines such tables from shards (one process per shard of queries)
+into the `EvaluationReport` a single run gives, refusing shards that disagree.
 """
 from __future__ import annotations
 
 import csv
+import json
 import os
 import tempfile
 import warnings
@@ -23,6 +24,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .errors import InputError, QueryMismatchError
@@ -99,7 +101,7 @@ def _bucket_chunks(path: Path, order: list) -> Iterator[dict]:
 
 
 def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: str, *,
-                    chunk_queries: int | None = None, per_query_out=None) -> tuple[list, dict]:
+                    chunk_queries: int | None = None) -> tuple[list, dict]:
     """(query ids, {metric: per-query DataFrame}) of a TREC run file read chunk by chunk.
 
     Same query order, values and errors as the in-memory path (`evaluation.per_query_tables`).
@@ -118,10 +120,8 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
     order: list = []
     pieces: dict = {spec.name: [] for spec in specs}
     extra: list = []
-    written = False
 
     def evaluate_chunk(chunk: dict) -> None:
-        nonlocal written
         judged = {q: chunk[q] for q in chunk if q in qrels}
         extra.extend(q for q in chunk if q not in qrels)
         if not judged:
@@ -130,9 +130,6 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
         frames = {name: per_query_frame(query_ids, table) for name, table in tables.items()}
         for name, frame in frames.items():
             pieces[name].append(frame)
-        if per_query_out is not None:
-            write_per_query(per_query_out, frames, oblivious, append=written)
-            written = True
 
     try:
         for chunk in _grouped_chunks(_run_lines(path), chunk_queries):
@@ -141,7 +138,7 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
     except _Unsorted as reason:
         warnings.warn(f"run file {str(path)!r} is not grouped by query ({reason}): partitioning it by query "
                       "first (one extra pass).", RuntimeWarning, stacklevel=3)
-        order, extra, pieces, written = [], [], {spec.name: [] for spec in specs}, False
+        order, extra, pieces = [], [], {spec.name: [] for spec in specs}
         for chunk in _bucket_chunks(path, order):
             evaluate_chunk(chunk)
     in_run = set(order)
@@ -160,49 +157,150 @@ def _empty_frame() -> pd.DataFrame:
     return pd.DataFrame(columns=PER_QUERY_COLUMNS, index=pd.Index([], name="query_id"), dtype=float)
 
 
-def write_per_query(path, frames: dict, oblivious: str, *, append: bool) -> None:
-    """Per-query rows (metric, query_id, statistics, oblivious_order) to TSV, appended after the
-    first write; a ``.parquet`` path is written whole (no appending: give all frames at once)."""
+#: Key of the per-query tables' metadata: the TSV's first line is ``#`` + this + a tab + JSON; Parquet
+#: keeps the JSON under this key of the schema metadata.
+META_KEY = "tieaware-per-query"
+#: What defines a per-query table's numbers; shards merge only when all of these agree.
+_DEFINING = ("metrics", "relevance_level", "oblivious", "tieaware")
+
+
+def write_per_query(path, frames: dict, *, oblivious: str, relevance_level) -> None:
+    """Write per-query rows (metric, query_id, statistics, oblivious_order) as TSV, or Parquet for a
+    ``.parquet``/``.parq`` path, with what defines the numbers for `merge` to check: the metric
+    names (in order), ``relevance_level``, the tie order, the tieaware version and the query count
+    (TSV: a first line ``#tieaware-per-query<TAB>{json}``; Parquet: schema metadata). Query ids are
+    quoted in the TSV, so any text (tabs, ``\\r``, empty) reads back as written."""
+    from . import __version__
+
+    query_ids = list(next(iter(frames.values())).index) if frames else []
+    meta = {"metrics": list(frames), "relevance_level": relevance_level, "oblivious": oblivious,
+            "tieaware": __version__, "queries": len(query_ids)}
     rows = pd.concat([frame.reset_index().assign(metric=name, oblivious_order=oblivious)
-                      for name, frame in frames.items()])[_ROW_COLUMNS]
+                      for name, frame in frames.items()])[_ROW_COLUMNS] if frames else \
+        pd.DataFrame(columns=_ROW_COLUMNS)
     path = Path(path)
     if path.suffix.lower() in (".parquet", ".parq"):
-        if append:
-            rows = pd.concat([pd.read_parquet(path), rows])
-        rows.to_parquet(path, index=False)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(rows, preserve_index=False)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta)})
+        pq.write_table(table, path)
         return
-    rows.to_csv(path, sep="\t", index=False, mode="a" if append else "w", header=not append,
-                float_format="%.17g", lineterminator="\n")
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        handle.write(f"#{META_KEY}\t{json.dumps(meta)}\n")
+        rows.to_csv(handle, sep="\t", index=False, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC,
+                    float_format="%.17g")
+
+
+def _read_table(path: Path) -> tuple[dict, pd.DataFrame]:
+    """(metadata, rows) of one per-query table, checked on its own: columns, numbers, row count."""
+    if path.suffix.lower() in (".parquet", ".parq"):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"{path}: not a readable Parquet file (cut off?): {exc}") from None
+        raw = (table.schema.metadata or {}).get(META_KEY.encode())
+        rows = table.to_pandas()
+    else:
+        try:
+            with open(path, encoding="utf-8", newline="") as handle:
+                first = handle.readline()
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: not a UTF-8 per-query table ({exc.reason}).") from None
+        tag, _, raw = first.rstrip("\n").partition("\t")
+        raw = raw if tag == f"#{META_KEY}" else None
+        if raw is not None:
+            try:
+                rows = pd.read_csv(path, sep="\t", skiprows=1, dtype=str, keep_default_na=False)
+            except (pd.errors.ParserError, ValueError) as exc:
+                raise InputError(f"{path}: not a per-query table: {' '.join(str(exc).split())}") from None
+    if raw is None:
+        raise InputError(f"{path}: no tieaware metadata (metrics, relevance level, tie order): not a table written "
+                         "by per_query_out / --per-query-out of this tieaware version; evaluate the shard again.")
+    try:
+        meta = json.loads(raw)
+        missing = [key for key in (*_DEFINING, "queries") if key not in meta]
+    except (ValueError, TypeError):
+        missing = ["readable JSON"]
+    if missing:
+        raise InputError(f"{path}: damaged tieaware metadata (no {', '.join(missing)}).")
+    if list(rows.columns) != _ROW_COLUMNS:
+        raise InputError(f"{path}: a per-query table has the columns {_ROW_COLUMNS}, this one {list(rows.columns)}.")
+    for column in ("metric", "query_id", "oblivious_order"):
+        rows[column] = rows[column].astype(object)
+    for column in PER_QUERY_COLUMNS:
+        values = pd.to_numeric(rows[column], errors="coerce")
+        bad = values.isna() | ~np.isfinite(values.to_numpy(np.float64, na_value=np.nan))
+        if bad.any():
+            at = int(np.flatnonzero(bad.to_numpy())[0])
+            raise InputError(f"{path}: row {at + 1} ({rows['metric'].iloc[at]!r}, query "
+                             f"{rows['query_id'].iloc[at]!r}) has {column} {rows[column].iloc[at]!r}, not a finite "
+                             "number (a repeated header, a cut-off line?).")
+        rows[column] = values.astype(np.float64)
+    expected_rows = meta["queries"] * len(meta["metrics"])
+    if len(rows) != expected_rows:
+        raise InputError(f"{path}: {len(rows)} rows where its metadata promises {expected_rows} "
+                         f"({meta['queries']} queries x {len(meta['metrics'])} metrics): the table is cut off or "
+                         "was edited.")
+    return meta, rows
+
+
+def _shard_queries(path: Path, meta: dict, rows: pd.DataFrame) -> list:
+    """The shard's query ids, checked: every metric of its metadata over the same queries, each once."""
+    groups = {name: list(group) for name, group in rows.groupby("metric", sort=False)["query_id"]}
+    if list(groups) != meta["metrics"] or set(rows["oblivious_order"]) - {meta["oblivious"]}:
+        raise InputError(f"{path}: its rows hold metrics {list(groups)} (tie order "
+                         f"{sorted(set(rows['oblivious_order']))}), its metadata {meta['metrics']} "
+                         f"({meta['oblivious']!r}): the table was edited.")
+    queries = groups[meta["metrics"][0]] if groups else []
+    if len(set(queries)) != len(queries):
+        seen = set()
+        repeated = next(q for q in queries if q in seen or seen.add(q))
+        raise InputError(f"{path}: query {repeated!r} appears twice for metric {meta['metrics'][0]!r}.")
+    for name, members in groups.items():
+        if members != queries:
+            raise InputError(f"{path}: metric {name!r} holds other queries than {meta['metrics'][0]!r}.")
+    return queries
 
 
 def merge(paths) -> EvaluationReport:
     """The `EvaluationReport` of per-query tables written by ``per_query_out`` (one per shard of
     queries, TSV or Parquet): the same numbers a single evaluation of every query gives, queries
-    in the order of the files given. A query in two shards, or shards evaluated with different
-    tie orders, is an error."""
+    in the order of the files given.
+
+    Raises:
+        InputError: naming the files, when a table has no tieaware metadata, is cut off, damaged or
+            edited, when tables differ in what defines the numbers (metric names, relevance level,
+            tie order, tieaware version), or when a query is in two tables.
+    """
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not paths:
         raise InputError("merge needs at least one per-query table.")
-    tables = []
+    shards = []
     for path in paths:
         path = _checked_path(path, "per-query table")
-        table = (pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".parq")
-                 else pd.read_csv(path, sep="\t", dtype={"query_id": str, "metric": str}, keep_default_na=False,
-                                  na_values=[""]))
-        if list(table.columns) != _ROW_COLUMNS:
-            raise InputError(f"{path}: a per-query table has the columns {_ROW_COLUMNS}, "
-                             f"this one {list(table.columns)}.")
-        tables.append(table)
-    rows = pd.concat(tables, ignore_index=True)
-    orders = rows["oblivious_order"].unique()
-    if len(orders) > 1:
-        raise InputError(f"per-query tables were evaluated with different tie orders: {sorted(orders)}.")
-    duplicated = rows.duplicated(["metric", "query_id"])
-    if duplicated.any():
-        first = rows[duplicated].iloc[0]
-        raise InputError(f"query {first['query_id']!r} appears in more than one table (metric {first['metric']!r}).")
+        meta, rows = _read_table(path)
+        shards.append((path, meta, rows, _shard_queries(path, meta, rows)))
+    first_path, first_meta = shards[0][:2]
+    for path, meta, _, _ in shards[1:]:
+        for key in _DEFINING:
+            if meta[key] != first_meta[key]:
+                raise InputError(f"per-query tables differ in {key.replace('_', ' ')}: {first_path} has "
+                                 f"{first_meta[key]!r}, {path} {meta[key]!r}; merge only shards evaluated alike.")
+    owner: dict = {}
+    for path, _, _, queries in shards:
+        for query in queries:
+            if owner.setdefault(query, path) is not path:
+                raise InputError(f"query {query!r} appears in more than one table: {owner[query]} and {path}.")
+    rows = pd.concat([shard[2] for shard in shards], ignore_index=True)
+    order = first_meta["oblivious"]
     report = EvaluationReport()
-    for name in pd.unique(rows["metric"]):
-        frame = rows[rows["metric"] == name].set_index("query_id")[PER_QUERY_COLUMNS].astype(float)
-        report[name] = MetricResult(name, frame, str(orders[0]))
+    for name in first_meta["metrics"]:
+        frame = rows[rows["metric"] == name].set_index("query_id")[PER_QUERY_COLUMNS]
+        frame.index = pd.Index(list(frame.index), name="query_id")
+        report[name] = MetricResult(name, frame, order)
     return report

@@ -1,0 +1,142 @@
+"""The edges of the CLI and its output files: no silent wrong number, the exit-code contract (0 ok,
+1 a check failed, 2 bad input with one line on stderr)."""
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tieaware
+from tieaware.cli import main
+from tieaware.streaming import merge
+
+QRELS = {"q1": {"d1": 1, "d2": 2}, "q2": {"d3": 1}, "q3": {"d1": 1, "d4": 1}, "q4": {"d2": 1}}
+RUN = {"q1": {"d1": 0.5, "d2": 0.5, "d5": 0.1}, "q2": {"d3": 0.2, "d1": 0.2}, "q3": {"d4": 1.0, "d1": 0.3},
+       "q4": {"d2": 0.4, "d9": 0.4}}
+METRICS = ["ndcg@10", "mrr", "P@2"]
+SETTINGS = dict(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _one_error_line(capsys, command: str) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"tieaware {command}: error: "), err
+    return err
+
+
+def _shards(tmp_path, suffix=".tsv", splits=(("q1", "q2"), ("q3", "q4")), **options):
+    paths = []
+    for i, shard in enumerate(splits):
+        path = tmp_path / f"shard{i}{suffix}"
+        tieaware.evaluate({q: QRELS[q] for q in shard}, {q: RUN[q] for q in shard}, options.pop("metrics", METRICS),
+                          per_query_out=path, **options)
+        paths.append(path)
+    return paths
+
+
+# ------------------------------------------------------------------- merge
+@pytest.mark.parametrize("suffix", [".tsv", ".parquet"])
+@pytest.mark.parametrize("change", [dict(metrics=["ndcg@10", "mrr"]), dict(metrics=["mrr", "P@2", "ndcg@10"]),
+                                    dict(relevance_level=2), dict(oblivious="input")])
+def test_merge_refuses_shards_evaluated_differently(tmp_path, capsys, suffix, change):
+    first = _shards(tmp_path, suffix, splits=(("q1", "q2"),))[0]
+    other = tmp_path / f"other{suffix}"
+    options = {"metrics": METRICS, **change}
+    tieaware.evaluate({q: QRELS[q] for q in ("q3", "q4")}, {q: RUN[q] for q in ("q3", "q4")},
+                      options.pop("metrics"), per_query_out=other, **options)
+    with pytest.raises(tieaware.InputError, match="differ in") as error:
+        merge([first, other])
+    assert str(first) in str(error.value) and str(other) in str(error.value)
+    assert main(["merge", str(first), str(other)]) == 2
+    _one_error_line(capsys, "merge")
+
+
+def test_merge_refuses_another_tieaware_version(tmp_path, monkeypatch):
+    first = _shards(tmp_path, splits=(("q1",),))[0]
+    monkeypatch.setattr(tieaware, "__version__", "0.0.1")
+    other = tmp_path / "other.tsv"
+    tieaware.evaluate({"q2": QRELS["q2"]}, {"q2": RUN["q2"]}, METRICS, per_query_out=other)
+    with pytest.raises(tieaware.InputError, match="differ in tieaware"):
+        merge([first, other])
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".parquet"])
+def test_merge_refuses_a_query_in_two_shards(tmp_path, capsys, suffix):
+    paths = _shards(tmp_path, suffix, splits=(("q1", "q2"), ("q2", "q3")))
+    with pytest.raises(tieaware.InputError, match="'q2' appears in more than one table") as error:
+        merge(paths)
+    assert all(str(p) in str(error.value) for p in paths)
+    assert main(["merge", *map(str, paths)]) == 2
+    _one_error_line(capsys, "merge")
+
+
+@settings(**SETTINGS)
+@given(cut=st.integers(min_value=1, max_value=10_000))
+def test_a_cut_off_tsv_is_refused(tmp_path_factory, cut):
+    path = _shards(tmp_path_factory.mktemp("cut"), splits=(("q1", "q2", "q3", "q4"),))[0]
+    data = path.read_bytes()
+    cut %= len(data) - 1  # at least the final newline goes
+    path.write_bytes(data[:cut])
+    with pytest.raises(tieaware.InputError, match=str(path)):
+        merge([path])
+
+
+@pytest.mark.parametrize("cut", [1, 100, 1000, -8, -1])
+def test_a_cut_off_parquet_is_refused(tmp_path, capsys, cut):
+    path = _shards(tmp_path, ".parquet", splits=(("q1", "q2", "q3", "q4"),))[0]
+    path.write_bytes(path.read_bytes()[:cut])
+    assert main(["merge", str(path)]) == 2
+    assert str(path) in _one_error_line(capsys, "merge")
+
+
+def test_damaged_tsv_tables_are_refused_with_one_line(tmp_path, capsys):
+    path = _shards(tmp_path, splits=(("q1", "q2", "q3", "q4"),))[0]
+    lines = path.read_text().splitlines(keepends=True)
+    variants = {
+        "repeated header": lines[:4] + [lines[1]] + lines[4:],
+        "no metadata": lines[1:],
+        "damaged metadata": [lines[0][:30] + "\n"] + lines[1:],
+        "a row removed": lines[:3] + lines[4:],
+        "a row repeated": lines + [lines[3]],
+        "a value not a number": lines[:2] + [lines[2].replace('"\t"', '"\tx"', 1)] + lines[3:],
+        "a column missing": lines[:2] + ["\t".join(lines[2].split("\t")[:-1]) + "\n"] + lines[3:],
+        "a metric renamed": lines[:2] + [lines[2].replace('"ndcg@10"', '"ndcg@5"')] + lines[3:],
+    }
+    for name, content in variants.items():
+        damaged = tmp_path / "damaged.tsv"
+        damaged.write_text("".join(content))
+        with pytest.raises(tieaware.InputError, match="damaged.tsv"):
+            merge([damaged])
+        assert main(["merge", str(damaged)]) == 2, name
+        _one_error_line(capsys, "merge")
+
+
+_IDS = st.text(st.characters(exclude_categories=["Cs"]), max_size=6)
+
+
+@settings(**SETTINGS)
+@given(ids=st.lists(_IDS, min_size=2, max_size=6, unique=True), split=st.integers(1, 5),
+       suffix=st.sampled_from([".tsv", ".parquet"]))
+def test_any_query_ids_merge_into_the_whole_report(tmp_path_factory, ids, split, suffix):
+    """Ids with tabs, \\r, \\n, quotes, '#', an empty id: the shards' tables read back exactly."""
+    folder = tmp_path_factory.mktemp("ids")
+    docs = list(RUN.values())
+    run = {q: docs[i % 4] for i, q in enumerate(ids)}
+    qrels = {q: QRELS[f"q{i % 4 + 1}"] for i, q in enumerate(ids)}
+    split = min(split, len(ids) - 1)
+    paths = []
+    for i, shard in enumerate((ids[:split], ids[split:])):
+        paths.append(folder / f"s{i}{suffix}")
+        tieaware.evaluate({q: qrels[q] for q in shard}, {q: run[q] for q in shard}, METRICS, per_query_out=paths[-1])
+    merged, whole = merge(paths), tieaware.evaluate(qrels, run, METRICS)
+    for name in METRICS:
+        assert list(merged[name].per_query.index) == ids
+        assert merged[name].per_query.to_numpy().tolist() == whole[name].per_query.to_numpy().tolist()
+        assert float(merged[name]) == float(whole[name])
+
+
+def test_cli_merge_prints_the_whole_report(tmp_path, capsys):
+    paths = _shards(tmp_path)
+    assert main(["merge", *map(str, paths), "-o", "json"]) == 0
+    rows = {row["metric"]: row for row in json.loads(capsys.readouterr().out)}
+    whole = tieaware.evaluate(QRELS, RUN, METRICS)
+    assert {name: rows[name]["expected"] for name in METRICS} == {name: float(whole[name]) for name in METRICS}
