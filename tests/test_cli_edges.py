@@ -1,6 +1,7 @@
 """The edges of the CLI and its output files: no silent wrong number, the exit-code contract (0 ok,
 1 a check failed, 2 bad input with one line on stderr)."""
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -140,3 +141,74 @@ def test_cli_merge_prints_the_whole_report(tmp_path, capsys):
     rows = {row["metric"]: row for row in json.loads(capsys.readouterr().out)}
     whole = tieaware.evaluate(QRELS, RUN, METRICS)
     assert {name: rows[name]["expected"] for name in METRICS} == {name: float(whole[name]) for name in METRICS}
+
+
+# ------------------------------------------------------------ output files
+def _files(tmp_path):
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in QRELS.items() for d, g in docs.items()))
+    run.write_text("".join(f"{q} Q0 {d} 1 {s!r} tag\n" for q, docs in RUN.items() for d, s in docs.items()))
+    return qrels, run
+
+
+def _aliases(tmp_path, target):
+    """Other names of the same file: relative, with '..', a symbolic link, a hard link."""
+    link, hard = tmp_path / "link.txt", tmp_path / "hard.txt"
+    link.symlink_to(target)
+    hard.hardlink_to(target)
+    return [str(target), target.name, str(tmp_path / "sub" / ".." / target.name), str(link), str(hard)]
+
+
+@pytest.mark.parametrize("stream", [[], ["--stream", "2"]])
+def test_an_output_that_is_an_input_is_refused_before_reading(tmp_path, capsys, monkeypatch, stream):
+    qrels, run = _files(tmp_path)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    before = {path: path.read_bytes() for path in (qrels, run)}
+    for target in (run, qrels):
+        for alias in _aliases(tmp_path, target):
+            assert main(["eval", str(qrels), str(run), "-m", "ndcg@10", *stream, "--per-query-out", alias]) == 2
+            assert "would be overwritten" in _one_error_line(capsys, "eval")
+            with pytest.raises(tieaware.InputError, match="would be overwritten"):
+                tieaware.evaluate(str(qrels), str(run), "ndcg@10", per_query_out=alias, stream=bool(stream))
+            assert main(["plot", str(qrels), str(run), "-k", "5", "--out", alias]) == 2
+            _one_error_line(capsys, "plot")
+            assert main(["compare", str(qrels), str(run), "-m", "ndcg@5", "--plot", alias]) == 2
+            _one_error_line(capsys, "compare")
+        for path in (tmp_path / "link.txt", tmp_path / "hard.txt"):
+            path.unlink()
+    assert {path: path.read_bytes() for path in (qrels, run)} == before
+
+
+def test_a_failed_streamed_evaluation_leaves_no_table(tmp_path, capsys):
+    qrels, run = _files(tmp_path)
+    with run.open("a") as handle:
+        handle.write("q4 Q0 d7 1 not-a-number tag\n")  # the last chunk fails
+    table = tmp_path / "out.tsv"
+    assert main(["eval", str(qrels), str(run), "-m", "ndcg@10", "--stream", "1", "--per-query-out", str(table)]) == 2
+    _one_error_line(capsys, "eval")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["qrels.txt", "run.txt"]
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".parquet"])
+def test_a_writer_failing_part_way_leaves_the_old_file_or_none(tmp_path, monkeypatch, suffix):
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    def fail_part_way(self_or_table, where, *args, **kwargs):
+        if hasattr(where, "write"):
+            where.write("partial")
+        else:
+            Path(where).write_text("partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", fail_part_way)
+    monkeypatch.setattr(pq, "write_table", fail_part_way)
+    table = tmp_path / f"out{suffix}"
+    for existing in (None, b"an older complete table"):
+        if existing:
+            table.write_bytes(existing)
+        with pytest.raises(OSError, match="disk full"):
+            tieaware.evaluate(QRELS, RUN, METRICS, per_query_out=table)
+        assert [p.name for p in tmp_path.iterdir()] == ([table.name] if existing else [])
+        assert not existing or table.read_bytes() == existing

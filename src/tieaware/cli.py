@@ -24,6 +24,7 @@ from . import __version__
 from .display import fixed, progress, text_table
 from .errors import InputError, QueryMismatchError, TieawareError, UnknownMetricError
 from .metrics import expand_names, parse_metric
+from .outputs import atomic_output, check_outputs
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_ERROR = 0, 1, 2
 OUTPUT_FORMATS = ("table", "tsv", "csv", "json", "trec")
@@ -345,6 +346,7 @@ def cmd_eval(args) -> int:
         raise UnknownMetricError("-o trec needs a metric besides runid and num_q.")
     if args.per_query_out and len(args.runs) > 1:
         raise InputError("--per-query-out takes one run (write one table per run, then `tieaware merge` them).")
+    check_outputs([args.per_query_out], [args.qrels, *args.runs])
     qrels = load_qrels(args.qrels)
     if not isinstance(qrels, dict):
         qrels = qrels.to_dict()
@@ -390,6 +392,7 @@ def cmd_compare(args) -> int:
                                              keep_going=args.keep_going)
     if lines:
         raise InputError(f"{' and '.join(lines)} are lines of `tieaware eval -o trec` only.")
+    check_outputs([args.plot], [args.qrels, *args.runs])
     qrels, runs = _shared_runs(args.qrels, args.runs, "compare")
     with _cli_remedy():
         report = compare(qrels, runs, metrics, stat_test=None if args.stat_test == "none" else args.stat_test,
@@ -432,6 +435,7 @@ def cmd_ties(args) -> int:
 def cmd_plot(args) -> int:
     from .comparison import plot_at_k
 
+    check_outputs([args.out], [args.qrels, *args.runs])
     qrels, runs = _shared_runs(args.qrels, args.runs, "plot")
     families = [family for value in args.metrics or ["ndcg"] for family in value.split(",") if family]
     with _cli_remedy():
@@ -460,6 +464,7 @@ def cmd_score(args) -> int:
         options.update(instruction=args.instruction)
     if args.candidates is None and args.scorer != "bi-encoder":
         raise InputError(f"A {args.scorer} reranks: give --candidates RUN (only a bi-encoder searches the corpus).")
+    check_outputs([args.out], [args.queries, args.corpus, args.candidates])
     queries = read_texts(args.queries)
     corpus = read_texts(args.corpus, with_title=args.with_title)
     if args.ray:
@@ -482,7 +487,7 @@ def cmd_score(args) -> int:
     scores = run.to_dict()
     name = (args.name or run.name or "tieaware").replace(" ", "_")
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
+        with atomic_output(args.out) as temporary, open(temporary, "w", encoding="utf-8") as handle:
             lines = write_trec_run(scores, name, handle)
     else:
         lines = write_trec_run(scores, name, sys.stdout)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,6 +21,7 @@ from .errors import InputError, UnknownMetricError
 from .evaluation import evaluate
 from .inputs import file_stem, is_ranx_run, load_qrels, load_run
 from .metrics import parse_metric
+from .outputs import atomic_output
 from .report import SUMMARY_COLUMNS
 from .tie_census import DEFAULT_KS
 
@@ -165,7 +165,8 @@ class ComparisonReport(_ranx_report_class()):
 
     def save(self, path) -> None:
         """Write `to_dict` as JSON."""
-        Path(path).write_text(self.to_json(indent=2), encoding="utf-8")
+        with atomic_output(path) as temporary:
+            temporary.write_text(self.to_json(indent=2), encoding="utf-8")
 
     # ------------------------------------------------------------ formatting
     def _format(self, value: float) -> str:

@@ -12,6 +12,7 @@ from .errors import InputError, QueryValueError
 from .inputs import QrelsLike, RunLike, is_ranx_run
 from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricsLike, MetricSpec, parse_metrics
+from .outputs import check_outputs
 from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ir_measures_order, ranked_lists
 from .report import EvaluationReport, MetricResult
 from .threads import limited
@@ -104,6 +105,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         (0.75, 0.5, 1.0)
     """
     _check_arguments(oblivious, relevance_level, threads)
+    check_outputs([per_query_out], [qrels, run])
     specs = parse_metrics(metrics, relevance_level)
     with limited(threads):
         if stream:

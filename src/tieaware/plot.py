@@ -17,6 +17,7 @@ import numpy as np
 
 from .errors import UnknownMetricError
 from .metrics import parse_metric
+from .outputs import atomic_output
 
 #: Horizontal factor between neighbouring runs' bars on the log k axis.
 DODGE = 1.07
@@ -95,7 +96,8 @@ def plot_report(report, path=None, *, title: str | None = None, dpi: int = 150):
     figure.legend(handles=handles, loc="outside right center", fontsize="small")
     figure.suptitle(title or f"E[M] (line), [min, max] over tie orders (bar), {report.oblivious_order}'s tie order (x)")
     if path is not None:
-        figure.savefig(path, dpi=dpi)
+        with atomic_output(path) as temporary:
+            figure.savefig(temporary, dpi=dpi)
     return figure
 
 

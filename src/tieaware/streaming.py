@@ -29,6 +29,7 @@ import pandas as pd
 
 from .errors import InputError, QueryMismatchError
 from .inputs import _checked_path, _layout_hint, _score, is_ranx_qrels, iter_lines, load_qrels, put_value
+from .outputs import atomic_output
 from .report import PER_QUERY_COLUMNS, EvaluationReport, MetricResult, per_query_frame
 
 #: Queries per chunk unless given.
@@ -169,7 +170,8 @@ def write_per_query(path, frames: dict, *, oblivious: str, relevance_level) -> N
     ``.parquet``/``.parq`` path, with what defines the numbers for `merge` to check: the metric
     names (in order), ``relevance_level``, the tie order, the tieaware version and the query count
     (TSV: a first line ``#tieaware-per-query<TAB>{json}``; Parquet: schema metadata). Query ids are
-    quoted in the TSV, so any text (tabs, ``\\r``, empty) reads back as written."""
+    quoted in the TSV, so any text (tabs, ``\\r``, empty) reads back as written. The file appears
+    only once complete (`tieaware.outputs.atomic_output`)."""
     from . import __version__
 
     query_ids = list(next(iter(frames.values())).index) if frames else []
@@ -179,18 +181,19 @@ def write_per_query(path, frames: dict, *, oblivious: str, relevance_level) -> N
                       for name, frame in frames.items()])[_ROW_COLUMNS] if frames else \
         pd.DataFrame(columns=_ROW_COLUMNS)
     path = Path(path)
-    if path.suffix.lower() in (".parquet", ".parq"):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+    with atomic_output(path) as temporary:
+        if path.suffix.lower() in (".parquet", ".parq"):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
 
-        table = pa.Table.from_pandas(rows, preserve_index=False)
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta)})
-        pq.write_table(table, path)
-        return
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        handle.write(f"#{META_KEY}\t{json.dumps(meta)}\n")
-        rows.to_csv(handle, sep="\t", index=False, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC,
-                    float_format="%.17g")
+            table = pa.Table.from_pandas(rows, preserve_index=False)
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta)})
+            pq.write_table(table, temporary)
+            return
+        with open(temporary, "w", encoding="utf-8", newline="") as handle:
+            handle.write(f"#{META_KEY}\t{json.dumps(meta)}\n")
+            rows.to_csv(handle, sep="\t", index=False, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC,
+                        float_format="%.17g")
 
 
 def _read_table(path: Path) -> tuple[dict, pd.DataFrame]:

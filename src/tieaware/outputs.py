@@ -1,0 +1,62 @@
+"""Output files that never lie: each is written under a temporary name in its own folder and renamed
+over the target only once complete, so a failure part-way leaves no file (and no older file
+half-replaced); an output that is one of the inputs is refused before anything is read.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import InputError
+
+
+@contextlib.contextmanager
+def atomic_output(path) -> Iterator[Path]:
+    """Yield a fresh temporary path next to ``path`` (same folder and suffix, hidden name) for the
+    caller to write; rename it to ``path`` when the block ends without an exception, else remove it.
+
+    Raises:
+        OSError: the folder cannot be written.
+    """
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.part{path.suffix}")
+    os.close(os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))  # the umask's permissions
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)  # hard links, case-insensitive file systems
+    except OSError:  # one does not exist (yet)
+        return False
+
+
+def check_outputs(outputs, inputs) -> None:
+    """Refuse an output path that is one of the input paths (or the same file under another name).
+
+    Args:
+        outputs: output paths; None entries are skipped.
+        inputs: input paths; None entries and objects that are not paths (dicts, DataFrames) are skipped.
+
+    Raises:
+        InputError: naming the output and the input it would overwrite.
+    """
+    paths = [Path(p) for p in inputs if isinstance(p, (str, os.PathLike)) and str(p) != "-"]
+    for output in outputs:
+        if output is None:
+            continue
+        for source in paths:
+            if _same_file(Path(output), source):
+                raise InputError(f"output {str(output)!r} is the input {str(source)!r}: it would be overwritten; "
+                                 "write to another path.")
