@@ -212,3 +212,38 @@ def test_a_writer_failing_part_way_leaves_the_old_file_or_none(tmp_path, monkeyp
             tieaware.evaluate(QRELS, RUN, METRICS, per_query_out=table)
         assert [p.name for p in tmp_path.iterdir()] == ([table.name] if existing else [])
         assert not existing or table.read_bytes() == existing
+
+
+# ------------------------------------------------------------ a query named all
+def _all_files(tmp_path, tied_all: bool):
+    """Query 'all' plus four tie-free queries; 'all' alone has a tie across relevance (P@1 range 1)
+    when ``tied_all``, else only q1 has it."""
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    queries = ["all", "q1", "q2", "q3", "q4"]
+    qrels.write_text("".join(f"{q} 0 rel 1\n" for q in queries))
+    tied = "all" if tied_all else "q1"
+    run.write_text("".join(f"{q} Q0 rel 1 1.0 t\n{q} Q0 other 2 {1.0 if q == tied else 0.5} t\n" for q in queries))
+    return qrels, run
+
+
+@pytest.mark.parametrize("tied_all", [True, False])
+def test_a_query_named_all_keeps_its_line_and_its_own_range(tmp_path, capsys, tied_all):
+    qrels, run = _all_files(tmp_path, tied_all)
+    # the mean's range is 1/5 either way: above 0.1, below 0.5
+    assert main(["eval", str(qrels), str(run), "-m", "P@1", "-q", "--fail-range-above", "0.5"]) == 0
+    assert main(["eval", str(qrels), str(run), "-m", "P@1", "-q", "--fail-range-above", "0.1"]) == 1
+    capsys.readouterr()
+    assert main(["eval", str(qrels), str(run), "-m", "P@1", "-q", "-o", "trec"]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [(q, float(v)) for _, q, v in lines] == \
+        [("all", 0.5 if tied_all else 1.0), ("q1", 0.5 if not tied_all else 1.0), ("q2", 1.0), ("q3", 1.0),
+         ("q4", 1.0), ("all", 0.9)]
+    for fmt in ("json", "tsv", "csv", "table"):
+        assert main(["eval", str(qrels), str(run), "-m", "P@1", "-q", "-o", fmt]) == 0
+        out = capsys.readouterr().out
+        if fmt == "json":
+            rows = json.loads(out)
+            assert [row["query"] for row in rows] == ["all", "q1", "q2", "q3", "q4", None]
+            assert rows[-1]["expected"] == pytest.approx(0.9) and rows[0]["expected"] == (0.5 if tied_all else 1.0)
+        else:
+            assert len(out.splitlines()) == 7

@@ -35,10 +35,10 @@ def tiny(tmp_path):
 
 
 def eval_json(capsys, *args) -> tuple[dict, str]:
-    """({metric: the row of query 'all'}, stderr) of `tieaware eval ARGS -o json`."""
+    """({metric: the mean row (no query)}, stderr) of `tieaware eval ARGS -o json`."""
     assert main(["eval", *map(str, args), "-o", "json"]) == 0
     out, err = capsys.readouterr()
-    return {row["metric"]: row for row in json.loads(out) if row.get("query", "all") == "all"}, err
+    return {row["metric"]: row for row in json.loads(out) if row.get("query") is None}, err
 
 
 # ------------------------------------------------------------------ 1. -m once per value

@@ -257,7 +257,8 @@ def _write_frame(frame, fmt: str, digits: int) -> None:
 # --------------------------------------------------------------------- eval
 def _eval_frame(name: str, report, per_query: bool):
     """One run's rows: run, metric, [query,] expected, oblivious, min, max, range, bias, std; with
-    ``per_query`` the per-query rows come first and the means follow as query 'all'."""
+    ``per_query`` the per-query rows come first and the means follow with no query (None), so a
+    query named ``all`` stays a query; only ``-o trec`` prints the means as ``all``, as trec_eval does."""
     import numpy as np
     import pandas as pd
 
@@ -268,7 +269,7 @@ def _eval_frame(name: str, report, per_query: bool):
         queries = report.per_query().reset_index().rename(columns={"query_id": "query"})
         queries["query"] = queries["query"].astype(str)
         queries["tie_std"] = np.sqrt(queries["variance"].clip(lower=0.0))
-        frame.insert(1, "query", "all")
+        frame.insert(1, "query", None)
         frame = pd.concat([queries[frame.columns], frame], ignore_index=True)
     frame.insert(0, "run", name)
     return frame
@@ -286,10 +287,10 @@ def _write_trec(frame, runids: dict, num_queries: dict, lines: list, relevance_l
         for metric, trec_name in names.items():
             first.setdefault(trec_name, metric)
         order = sorted(first, key=_trec_order_key)
-        by_query = {}
-        for row in block.itertuples(index=False):
-            by_query.setdefault(getattr(row, "query", "all"), {})[row.metric] = row.expected
-        means = by_query.pop("all")
+        by_query, means = {}, {}
+        queries = block["query"].isna() if "query" in block else [True] * len(block)
+        for row, is_mean in zip(block.itertuples(index=False), queries):
+            (means if is_mean else by_query.setdefault(row.query, {}))[row.metric] = row.expected
         for qid in sorted(by_query, key=lambda q: q.encode("utf-8")):
             for trec_name in order:
                 out.write(f"{trec_name:<22}\t{qid}\t{fixed(by_query[qid][first[trec_name]], digits, 6)}\n")
@@ -368,13 +369,15 @@ def cmd_eval(args) -> int:
         _write_trec(frame, runids, num_queries, lines, args.relevance_level, args.digits)
     elif args.output == "table":
         table = frame.rename(columns={"oblivious": f"obl[{args.oblivious}]"})
+        if args.per_query:
+            table["query"] = table["query"].fillna("")
         _write_frame(table, "table", args.digits)
     else:
         _write_frame(frame, args.output, args.digits)
     if rejected:
         return EXIT_ERROR
     if args.fail_range_above is not None:
-        means = frame[frame["query"] == "all"] if args.per_query else frame
+        means = frame[frame["query"].isna()] if args.per_query else frame
         too_wide = means[means["range"] > args.fail_range_above]
         for row in too_wide.itertuples(index=False):
             print(f"tieaware: {row.run} {row.metric}: range {row.range:.6g} > {args.fail_range_above:g}",
@@ -586,7 +589,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("runs", nargs="+", metavar="run")
     _metric_option(ev, _METRIC_HELP + _DEFAULT_HELP)
     _keep_going_option(ev)
-    ev.add_argument("-q", "--per-query", action="store_true", help="per-query values too (query 'all': the mean)")
+    ev.add_argument("-q", "--per-query", action="store_true",
+                    help="per-query values too (the mean rows have no query; with -o trec: 'all', as trec_eval)")
     ev.add_argument("-M", "--max-docs", type=_positive_int, metavar="N",
                     help="evaluate each query's top N documents (trec_eval -M), plus every document tied with the "
                     "N-th: a tie group across rank N is kept whole, with a warning, instead of being cut in an "
