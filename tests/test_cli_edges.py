@@ -247,3 +247,33 @@ def test_a_query_named_all_keeps_its_line_and_its_own_range(tmp_path, capsys, ti
             assert rows[-1]["expected"] == pytest.approx(0.9) and rows[0]["expected"] == (0.5 if tied_all else 1.0)
         else:
             assert len(out.splitlines()) == 7
+
+
+# ------------------------------------------------------------ plot formats
+@pytest.mark.parametrize("name", ["x.xyz", "x.png.bak", "x.PNGX", "x.jpg2"])
+def test_an_unknown_image_format_is_refused_before_any_work(tmp_path, capsys, monkeypatch, name):
+    import tieaware.comparison
+
+    qrels, run = _files(tmp_path)
+    out = tmp_path / name
+
+    def no_evaluation(*args, **kwargs):
+        raise AssertionError("evaluated before the image format was checked")
+
+    monkeypatch.setattr(tieaware.comparison, "compare_at_k", no_evaluation)
+    monkeypatch.setattr(tieaware.comparison, "evaluate", no_evaluation)
+    assert main(["plot", str(qrels), str(run), "-k", "5", "--out", str(out)]) == 2
+    assert "matplotlib writes no" in _one_error_line(capsys, "plot")
+    assert main(["compare", str(qrels), str(run), "-m", "ndcg@5", "--plot", str(out)]) == 2
+    _one_error_line(capsys, "compare")
+    with pytest.raises(tieaware.InputError, match="matplotlib writes no"):
+        tieaware.comparison.plot_at_k(QRELS, {"a": RUN}, "ndcg", [5], out)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("name", ["x.png", "x.SVG", "x.pdf", "x"])
+def test_known_image_formats_are_written(tmp_path, capsys, name):
+    qrels, run = _files(tmp_path)
+    assert main(["plot", str(qrels), str(run), "-k", "1,5", "--out", str(tmp_path / name)]) == 0
+    assert (tmp_path / name).stat().st_size > 0
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

@@ -396,6 +396,10 @@ def cmd_compare(args) -> int:
     if lines:
         raise InputError(f"{' and '.join(lines)} are lines of `tieaware eval -o trec` only.")
     check_outputs([args.plot], [args.qrels, *args.runs])
+    if args.plot:
+        from .plot import check_image_path
+
+        check_image_path(args.plot)
     qrels, runs = _shared_runs(args.qrels, args.runs, "compare")
     with _cli_remedy():
         report = compare(qrels, runs, metrics, stat_test=None if args.stat_test == "none" else args.stat_test,
@@ -437,8 +441,10 @@ def cmd_ties(args) -> int:
 # --------------------------------------------------------------------- plot
 def cmd_plot(args) -> int:
     from .comparison import plot_at_k
+    from .plot import check_image_path
 
     check_outputs([args.out], [args.qrels, *args.runs])
+    check_image_path(args.out)
     qrels, runs = _shared_runs(args.qrels, args.runs, "plot")
     families = [family for value in args.metrics or ["ndcg"] for family in value.split(",") if family]
     with _cli_remedy():

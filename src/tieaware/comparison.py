@@ -412,9 +412,14 @@ def plot_at_k(qrels, runs, metric="ndcg", ks=DEFAULT_KS, path=None, *, oblivious
 
     Returns:
         The matplotlib ``Figure``.
-    """
-    from .plot import plot_report
 
+    Raises:
+        InputError: ``path``'s suffix names no format matplotlib writes, before anything is evaluated.
+    """
+    from .plot import check_image_path, plot_report
+
+    if path is not None:
+        check_image_path(path)
     report = compare_at_k(qrels, runs, metric, ks, oblivious=oblivious, relevance_level=relevance_level,
                           make_comparable=make_comparable)
     return plot_report(report, path, title=title, dpi=dpi)

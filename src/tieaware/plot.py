@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
-from .errors import UnknownMetricError
+from .errors import InputError, UnknownMetricError
 from .metrics import parse_metric
 from .outputs import atomic_output
 
@@ -31,6 +32,24 @@ def _matplotlib():
     except ImportError:
         raise ImportError("tieaware plots need matplotlib: pip install 'tieaware[plot]'") from None
     return Figure, Line2D
+
+
+def check_image_path(path) -> None:
+    """Refuse, before any work, an image path whose suffix names no format matplotlib writes
+    (``FigureCanvasBase.get_supported_filetypes``); no suffix means matplotlib's default, PNG.
+
+    Raises:
+        InputError: naming the path and the formats matplotlib writes.
+        ImportError: matplotlib is not installed.
+    """
+    _matplotlib()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    suffix = Path(path).suffix.lower().lstrip(".")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if suffix and suffix not in formats:
+        raise InputError(f"image {str(path)!r}: matplotlib writes no {suffix!r} files; use one of "
+                         f"{', '.join(sorted(formats))}.")
 
 
 def _families(metrics: list) -> dict:
@@ -58,8 +77,13 @@ def plot_report(report, path=None, *, title: str | None = None, dpi: int = 150):
 
     Returns:
         The matplotlib ``Figure``.
+
+    Raises:
+        InputError: ``path``'s suffix names no format matplotlib writes (`check_image_path`).
     """
     Figure, Line2D = _matplotlib()
+    if path is not None:
+        check_image_path(path)
     families = _families(report.metrics)
     if not families:
         raise UnknownMetricError(f"Nothing to plot: none of {report.metrics} has a cutoff k.")
@@ -96,8 +120,10 @@ def plot_report(report, path=None, *, title: str | None = None, dpi: int = 150):
     figure.legend(handles=handles, loc="outside right center", fontsize="small")
     figure.suptitle(title or f"E[M] (line), [min, max] over tie orders (bar), {report.oblivious_order}'s tie order (x)")
     if path is not None:
-        with atomic_output(path) as temporary:
-            figure.savefig(temporary, dpi=dpi)
+        from matplotlib import rcParams
+
+        with atomic_output(path) as temporary:  # the format from the target's name, not the temporary's
+            figure.savefig(temporary, dpi=dpi, format=Path(path).suffix.lstrip(".") or rcParams["savefig.format"])
     return figure
 
 
