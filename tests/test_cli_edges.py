@@ -277,3 +277,31 @@ def test_known_image_formats_are_written(tmp_path, capsys, name):
     assert main(["plot", str(qrels), str(run), "-k", "1,5", "--out", str(tmp_path / name)]) == 0
     assert (tmp_path / name).stat().st_size > 0
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+# ------------------------------------------------------------ strict JSON
+def _strict(text: str):
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_outputs_write_null_for_nan(tmp_path, capsys):
+    with pytest.warns(RuntimeWarning, match="No queries"):
+        empty = tieaware.evaluate({}, {}, METRICS)
+    rows = _strict(empty.to_json())
+    assert [row["expected"] for row in rows] == [None] * len(METRICS)
+    assert rows[0]["n_queries"] == 0
+    same = {"a": RUN, "b": dict(RUN)}  # identical runs: no test statistic, a NaN p-value
+    report = tieaware.compare(QRELS, same, ["ndcg@10"], max_p=0.05)
+    text = report.to_json()
+    assert "NaN" in json.dumps(report.to_dict())  # the case this test is about occurs
+    _strict(text)
+    report.save(tmp_path / "report.json")
+    _strict((tmp_path / "report.json").read_text())
+    qrels, run = _files(tmp_path)
+    other = tmp_path / "other.txt"
+    other.write_bytes(run.read_bytes())
+    assert main(["compare", str(qrels), str(run), str(other), "-m", "ndcg@10", "-o", "json"]) == 0
+    _strict(capsys.readouterr().out)

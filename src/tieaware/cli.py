@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import sys
@@ -250,8 +249,10 @@ def _write_frame(frame, fmt: str, digits: int) -> None:
         frame.to_csv(sys.stdout, sep="\t" if fmt == "tsv" else ",", index=False, lineterminator="\n",
                      float_format=lambda x: repr(float(x)))
     else:
+        from .report import strict_json
+
         records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
-        sys.stdout.write(json.dumps(records, indent=1) + "\n")
+        sys.stdout.write(strict_json(records, indent=1) + "\n")
 
 
 # --------------------------------------------------------------------- eval

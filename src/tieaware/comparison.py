@@ -9,7 +9,6 @@ order the two runs differently from E[M], or their [min, max] intervals overlap.
 """
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
@@ -22,7 +21,7 @@ from .evaluation import evaluate
 from .inputs import file_stem, is_ranx_run, load_qrels, load_run
 from .metrics import parse_metric
 from .outputs import atomic_output
-from .report import SUMMARY_COLUMNS
+from .report import SUMMARY_COLUMNS, strict_json
 from .tie_census import DEFAULT_KS
 
 STAT_TESTS = ("student", "fisher", "tukey")
@@ -161,7 +160,9 @@ class ComparisonReport(_ranx_report_class()):
         return out
 
     def to_json(self, **kwargs) -> str:
-        return json.dumps(self.to_dict(), **kwargs)
+        """`to_dict` as JSON, NaN (a p-value of identical runs, a metric over no queries) as null
+        (`tieaware.report.strict_json`)."""
+        return strict_json(self.to_dict(), **kwargs)
 
     def save(self, path) -> None:
         """Write `to_dict` as JSON."""

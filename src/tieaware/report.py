@@ -157,7 +157,9 @@ class EvaluationReport(dict):
         return pd.concat(frames).reset_index().set_index(["metric", "query_id"])
 
     def to_json(self, **kwargs) -> str:
-        return json.dumps([r.to_dict() for r in self.values()], **kwargs)
+        """`to_dict` of every metric as a JSON list; NaN (a metric over no queries) is written as null,
+        since strict JSON has no NaN (`strict_json`). ``kwargs`` go to ``json.dumps``."""
+        return strict_json([r.to_dict() for r in self.values()], **kwargs)
 
     def table(self, digits: int = 4) -> str:
         """Fixed-width text table, one row per metric."""
@@ -165,6 +167,27 @@ class EvaluationReport(dict):
         order = next(iter(self.values())).oblivious_order if self else "trec_eval"
         frame = frame.rename(columns={"oblivious": f"obl[{order}]"})
         return text_table(frame, digits)
+
+
+def _finite_or_none(value):
+    if isinstance(value, dict):
+        return {key: _finite_or_none(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_none(item) for item in value]
+    if isinstance(value, (float, np.floating)) and not math.isfinite(value):
+        return None
+    return value
+
+
+def strict_json(obj, **kwargs) -> str:
+    """``json.dumps(obj, **kwargs)`` with every NaN and infinity written as null: Python's ``NaN`` and
+    ``Infinity`` are not JSON, and strict parsers (JavaScript's, jq, ``json.loads`` with
+    ``parse_constant`` raising) reject them.
+
+    Raises:
+        ValueError: a non-finite number left (``allow_nan=False``), which would be a bug here.
+    """
+    return json.dumps(_finite_or_none(obj), allow_nan=False, **kwargs)
 
 
 def per_query_frame(query_ids: list, table: np.ndarray) -> pd.DataFrame:
