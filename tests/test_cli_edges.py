@@ -305,3 +305,42 @@ def test_json_outputs_write_null_for_nan(tmp_path, capsys):
     other.write_bytes(run.read_bytes())
     assert main(["compare", str(qrels), str(run), str(other), "-m", "ndcg@10", "-o", "json"]) == 0
     _strict(capsys.readouterr().out)
+
+
+# ------------------------------------------------------------ lone surrogates
+@settings(**SETTINGS)
+@given(ids=st.lists(st.text(st.sampled_from(["a", "\t", "\udcff", "\ud800", "é", "\U0001f600"]), min_size=1,
+                            max_size=4), min_size=1, max_size=5, unique=True))
+def test_ids_utf8_cannot_encode_are_kept_in_memory_and_refused_by_files(tmp_path_factory, ids):
+    folder = tmp_path_factory.mktemp("surrogates")
+    docs = list(RUN.values())
+    run = {q: docs[i % 4] for i, q in enumerate(ids)}
+    qrels = {q: QRELS[f"q{i % 4 + 1}"] for i, q in enumerate(ids)}
+    report = tieaware.evaluate(qrels, run, METRICS)
+    assert list(report["ndcg@10"].per_query.index) == ids
+    assert list(report.per_query().index) == [(name, q) for name in METRICS for q in ids]
+    bad = [q for q in ids if any("\ud800" <= c <= "\udfff" for c in q)]
+    for suffix in (".tsv", ".parquet"):
+        table = folder / f"t{suffix}"
+        if bad:
+            with pytest.raises(tieaware.InputError, match="lone surrogate") as error:
+                tieaware.evaluate(qrels, run, METRICS, per_query_out=table)
+            assert repr(bad[0]) in str(error.value)
+            assert list(folder.iterdir()) == []
+        else:
+            tieaware.evaluate(qrels, run, METRICS, per_query_out=table)
+            assert list(merge([table])["mrr"].per_query.index) == ids
+            table.unlink()
+
+
+def test_cli_refuses_lone_surrogate_ids_with_one_line(tmp_path, capsys):
+    """A JSON run may spell a lone surrogate (\\udcff); evaluating its means prints no id."""
+    qrels, run = tmp_path / "qrels.json", tmp_path / "run.json"
+    qrels.write_text('{"a\\udcff": {"d1": 1}, "b": {"d1": 1}}')
+    run.write_text('{"a\\udcff": {"d1": 1.0, "d2": 1.0}, "b": {"d1": 2.0}}')
+    assert main(["eval", str(qrels), str(run), "-m", "mrr", "-o", "json"]) == 0
+    assert _strict(capsys.readouterr().out)[0]["expected"] == 0.875
+    for args in (["-q"], ["-q", "-o", "trec"], ["-q", "-o", "json"], ["--per-query-out", str(tmp_path / "t.tsv")]):
+        assert main(["eval", str(qrels), str(run), "-m", "mrr", *args]) == 2
+        assert "'a\\udcff'" in _one_error_line(capsys, "eval")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["qrels.json", "run.json"]

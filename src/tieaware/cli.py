@@ -23,7 +23,7 @@ from . import __version__
 from .display import fixed, progress, text_table
 from .errors import InputError, QueryMismatchError, TieawareError, UnknownMetricError
 from .metrics import expand_names, parse_metric
-from .outputs import atomic_output, check_outputs
+from .outputs import atomic_output, check_outputs, check_utf8_ids
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_ERROR = 0, 1, 2
 OUTPUT_FORMATS = ("table", "tsv", "csv", "json", "trec")
@@ -267,6 +267,7 @@ def _eval_frame(name: str, report, per_query: bool):
 
     frame = report.to_dataframe()[SUMMARY_COLUMNS].reset_index()
     if per_query:
+        check_utf8_ids(next(iter(report.values())).query_ids, f"run {name}")
         queries = report.per_query().reset_index().rename(columns={"query_id": "query"})
         queries["query"] = queries["query"].astype(str)
         queries["tie_std"] = np.sqrt(queries["variance"].clip(lower=0.0))

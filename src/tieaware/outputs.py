@@ -1,6 +1,11 @@
 """Output files that never lie: each is written under a temporary name in its own folder and renamed
 over the target only once complete, so a failure part-way leaves no file (and no older file
 half-replaced); an output that is one of the inputs is refused before anything is read.
+
+Ids are written exactly or not at all: a query id UTF-8 cannot encode (a lone surrogate such as
+``"\\udcff"``, which Python strings and JSON escapes can hold but no UTF-8 file can) is refused
+with an error naming it, since any escaped form (``\\udcff``, a replacement character) could be
+another query's id. Evaluating such ids and reading ``.per_query`` in Python work.
 """
 from __future__ import annotations
 
@@ -31,6 +36,30 @@ def atomic_output(path) -> Iterator[Path]:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def check_utf8_ids(ids, where: str) -> None:
+    """Refuse query ids that UTF-8 cannot encode (lone surrogates) before an output is written.
+
+    Raises:
+        InputError: naming ``where``, the first such id and how many there are.
+    """
+    ids = list(ids)
+    try:
+        "".join(ids).encode("utf-8")
+    except UnicodeEncodeError:
+        bad = [i for i in ids if not _utf8(i)]
+        raise InputError(f"{where}: query id {bad[0]!r} ({len(bad)} such ids) holds a lone surrogate, which no "
+                         "UTF-8 output can hold, and an escaped form could be another id: decode the ids "
+                         "properly (e.g. bytes.decode('utf-8', 'replace')) before evaluating.") from None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -153,8 +153,11 @@ class EvaluationReport(dict):
         """Long table: one row per (metric, query)."""
         import pandas as pd
 
-        frames = [r.per_query.assign(metric=name) for name, r in self.items()]
-        return pd.concat(frames).reset_index().set_index(["metric", "query_id"])
+        frames = [r.per_query.reset_index(drop=True) for r in self.values()]
+        frame = pd.concat(frames, ignore_index=True)
+        metrics = pd.Index([name for name, r in self.items() for _ in range(r.n_queries)], name="metric")
+        frame.index = pd.MultiIndex.from_arrays([metrics, query_index([q for r in self.values() for q in r.query_ids])])
+        return frame
 
     def to_json(self, **kwargs) -> str:
         """`to_dict` of every metric as a JSON list; NaN (a metric over no queries) is written as null,
@@ -192,12 +195,25 @@ def strict_json(obj, **kwargs) -> str:
 
 def per_query_frame(query_ids: list, table: np.ndarray) -> pd.DataFrame:
     """Per-query DataFrame from a kernel table with columns `KERNEL_COLUMNS` (pandas is imported
-    here, when a table is first asked for: ~0.15 s of every process's first evaluate otherwise)."""
+    here, when a table is first asked for: ~0.15 s of every process's first evaluate otherwise).
+    Query ids that UTF-8 cannot encode (a lone surrogate, as ``json.loads('"\\udcff"')`` gives)
+    are kept exactly, in an object-dtype index; files refuse them (`tieaware.outputs.check_utf8_ids`)."""
     import pandas as pd
 
     expected, variance, low, high, oblivious = table.T
     frame = pd.DataFrame({
         "expected": expected, "oblivious": oblivious, "min": low, "max": high,
         "range": high - low, "bias": oblivious - expected, "variance": variance,
-    }, index=pd.Index(query_ids, name="query_id"))
+    }, index=query_index(query_ids))
     return frame[PER_QUERY_COLUMNS]
+
+
+def query_index(query_ids: list) -> pd.Index:
+    """The index ``query_id`` of per-query tables: pandas' string dtype, or object dtype when an id
+    UTF-8 cannot encode (a lone surrogate; pandas' string dtype holds UTF-8 only), kept exactly."""
+    import pandas as pd
+
+    try:
+        return pd.Index(query_ids, name="query_id")
+    except UnicodeEncodeError:
+        return pd.Index(query_ids, name="query_id", dtype=object)

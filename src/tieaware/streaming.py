@@ -29,7 +29,7 @@ import pandas as pd
 
 from .errors import InputError, QueryMismatchError
 from .inputs import _checked_path, _layout_hint, _score, is_ranx_qrels, iter_lines, load_qrels, put_value
-from .outputs import atomic_output
+from .outputs import atomic_output, check_utf8_ids
 from .report import PER_QUERY_COLUMNS, EvaluationReport, MetricResult, per_query_frame
 
 #: Queries per chunk unless given.
@@ -175,12 +175,13 @@ def write_per_query(path, frames: dict, *, oblivious: str, relevance_level) -> N
     from . import __version__
 
     query_ids = list(next(iter(frames.values())).index) if frames else []
+    path = Path(path)
+    check_utf8_ids(query_ids, f"per-query table {str(path)!r}")
     meta = {"metrics": list(frames), "relevance_level": relevance_level, "oblivious": oblivious,
             "tieaware": __version__, "queries": len(query_ids)}
     rows = pd.concat([frame.reset_index().assign(metric=name, oblivious_order=oblivious)
                       for name, frame in frames.items()])[_ROW_COLUMNS] if frames else \
         pd.DataFrame(columns=_ROW_COLUMNS)
-    path = Path(path)
     with atomic_output(path) as temporary:
         if path.suffix.lower() in (".parquet", ".parq"):
             import pyarrow as pa
