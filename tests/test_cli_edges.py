@@ -344,3 +344,22 @@ def test_cli_refuses_lone_surrogate_ids_with_one_line(tmp_path, capsys):
         assert main(["eval", str(qrels), str(run), "-m", "mrr", *args]) == 2
         assert "'a\\udcff'" in _one_error_line(capsys, "eval")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["qrels.json", "run.json"]
+
+
+# ------------------------------------------------------------ an empty streamed run
+@pytest.mark.parametrize("content", [b"", b"\n\n", b"# a comment only\n", "gzip"])
+@pytest.mark.parametrize("make_comparable", [False, True])
+def test_an_empty_run_is_refused_streamed_as_in_memory(tmp_path, capsys, content, make_comparable):
+    import gzip
+
+    qrels, _ = _files(tmp_path)
+    run = tmp_path / ("empty.gz" if content == "gzip" else "empty.txt")
+    run.write_bytes(gzip.compress(b"") if content == "gzip" else content)
+    errors = []
+    for stream in (False, True, 2):
+        with pytest.raises(tieaware.InputError) as error:
+            tieaware.evaluate(QRELS, str(run), METRICS, make_comparable=make_comparable, stream=stream)
+        errors.append(str(error.value))
+    assert errors == [errors[0]] * 3 and "holds no run lines" in errors[0]
+    assert main(["eval", str(qrels), str(run), "-m", "mrr", "--stream", *(["-c"] if make_comparable else [])]) == 2
+    assert "holds no run lines" in _one_error_line(capsys, "eval")

@@ -142,6 +142,8 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
         order, extra, pieces = [], [], {spec.name: [] for spec in specs}
         for chunk in _bucket_chunks(path, order):
             evaluate_chunk(chunk)
+    if not order:  # as the in-memory reader (`inputs.read_trec_run`), also with make_comparable
+        raise InputError(f"run file {str(path)!r} holds no run lines.")
     in_run = set(order)
     missing = [q for q in qrels if q not in in_run]
     if (missing or extra) and not make_comparable:
