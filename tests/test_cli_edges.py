@@ -1,5 +1,6 @@
 """The edges of the CLI and its output files: no silent wrong number, the exit-code contract (0 ok,
 1 a check failed, 2 bad input with one line on stderr)."""
+import hashlib
 import json
 from pathlib import Path
 
@@ -103,12 +104,52 @@ def test_damaged_tsv_tables_are_refused_with_one_line(tmp_path, capsys):
         "a metric renamed": lines[:2] + [lines[2].replace('"ndcg@10"', '"ndcg@5"')] + lines[3:],
     }
     for name, content in variants.items():
-        damaged = tmp_path / "damaged.tsv"
-        damaged.write_text("".join(content))
-        with pytest.raises(tieaware.InputError, match="damaged.tsv"):
-            merge([damaged])
-        assert main(["merge", str(damaged)]) == 2, name
-        _one_error_line(capsys, "merge")
+        for sealed in (False, True):  # as damaged, and with the checksum line recomputed
+            damaged = tmp_path / "damaged.tsv"
+            damaged.write_bytes(_sealed("".join(content)) if sealed else "".join(content).encode())
+            with pytest.raises(tieaware.InputError, match="damaged.tsv"):
+                merge([damaged])
+            assert main(["merge", str(damaged)]) == 2, name
+            _one_error_line(capsys, "merge")
+
+
+def _sealed(text: str) -> bytes:
+    """A TSV table's text with its last line replaced by the checksum of the rest."""
+    body = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("#sha256")).encode()
+    return body + f"#sha256\t{hashlib.sha256(body).hexdigest()}\n".encode()
+
+
+@settings(**SETTINGS)
+@given(suffix=st.sampled_from([".tsv", ".parquet"]), data=st.data())
+def test_fuzzed_shard_tables_merge_exactly_or_are_refused(tmp_path_factory, suffix, data):
+    """Any damage to a shard's table (bytes removed, inserted, changed, lines repeated): merge raises
+    an InputError or gives exactly the numbers of the undamaged tables, never others."""
+    folder = tmp_path_factory.mktemp("fuzz")
+    paths = _shards(folder, suffix)
+    whole = merge(paths)
+    victim = paths[data.draw(st.integers(0, 1))]
+    raw = bytearray(victim.read_bytes())
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.integers(0, len(raw) - 1))
+        action = data.draw(st.sampled_from(["remove", "insert", "change", "repeat"]))
+        if action == "remove":
+            del raw[at:at + data.draw(st.integers(1, 8))]
+        elif action == "insert":
+            raw[at:at] = data.draw(st.binary(min_size=1, max_size=4))
+        elif action == "change":
+            raw[at] = data.draw(st.integers(0, 255).filter(lambda b, old=raw[at]: b != old))
+        else:
+            start = raw.rfind(b"\n", 0, at) + 1
+            end = raw.find(b"\n", at)
+            raw[start:start] = raw[start:end + 1 if end >= 0 else len(raw)]
+    victim.write_bytes(bytes(raw))
+    try:
+        merged = merge(paths)
+    except tieaware.InputError:
+        return
+    for name in METRICS:
+        assert merged[name].per_query.to_numpy().tolist() == whole[name].per_query.to_numpy().tolist()
+        assert list(merged[name].per_query.index) == list(whole[name].per_query.index)
 
 
 _IDS = st.text(st.characters(exclude_categories=["Cs"]), max_size=6)

@@ -16,6 +16,8 @@ into the `EvaluationReport` a single run gives, refusing shards that disagree.
 from __future__ import annotations
 
 import csv
+import hashlib
+import io
 import json
 import os
 import tempfile
@@ -163,6 +165,8 @@ def _empty_frame() -> pd.DataFrame:
 #: Key of the per-query tables' metadata: the TSV's first line is ``#`` + this + a tab + JSON; Parquet
 #: keeps the JSON under this key of the schema metadata.
 META_KEY = "tieaware-per-query"
+#: Tag of a per-query TSV's last line: the SHA-256 of every byte before it.
+_CHECKSUM = "#sha256"
 #: What defines a per-query table's numbers; shards merge only when all of these agree.
 _DEFINING = ("metrics", "relevance_level", "oblivious", "tieaware")
 
@@ -171,9 +175,11 @@ def write_per_query(path, frames: dict, *, oblivious: str, relevance_level) -> N
     """Write per-query rows (metric, query_id, statistics, oblivious_order) as TSV, or Parquet for a
     ``.parquet``/``.parq`` path, with what defines the numbers for `merge` to check: the metric
     names (in order), ``relevance_level``, the tie order, the tieaware version and the query count
-    (TSV: a first line ``#tieaware-per-query<TAB>{json}``; Parquet: schema metadata). Query ids are
-    quoted in the TSV, so any text (tabs, ``\\r``, empty) reads back as written. The file appears
-    only once complete (`tieaware.outputs.atomic_output`)."""
+    (TSV: a first line ``#tieaware-per-query<TAB>{json}``; Parquet: schema metadata), and a checksum
+    of the content (TSV: a last line ``#sha256<TAB>{hex}`` of every byte before it; Parquet: page
+    checksums), so a damaged or edited table is refused. Query ids are quoted in the TSV, so any text
+    (tabs, ``\\r``, empty) reads back as written. The file appears only once complete
+    (`tieaware.outputs.atomic_output`)."""
     from . import __version__
 
     query_ids = list(next(iter(frames.values())).index) if frames else []
@@ -191,12 +197,14 @@ def write_per_query(path, frames: dict, *, oblivious: str, relevance_level) -> N
 
             table = pa.Table.from_pandas(rows, preserve_index=False)
             table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta)})
-            pq.write_table(table, temporary)
+            pq.write_table(table, temporary, write_page_checksum=True)
             return
-        with open(temporary, "w", encoding="utf-8", newline="") as handle:
-            handle.write(f"#{META_KEY}\t{json.dumps(meta)}\n")
-            rows.to_csv(handle, sep="\t", index=False, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC,
-                        float_format="%.17g")
+        body = io.StringIO()
+        body.write(f"#{META_KEY}\t{json.dumps(meta)}\n")
+        rows.to_csv(body, sep="\t", index=False, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC,
+                    float_format="%.17g")
+        data = body.getvalue().encode("utf-8")
+        temporary.write_bytes(data + f"{_CHECKSUM}\t{hashlib.sha256(data).hexdigest()}\n".encode())
 
 
 def _read_table(path: Path) -> tuple[dict, pd.DataFrame]:
@@ -206,22 +214,27 @@ def _read_table(path: Path) -> tuple[dict, pd.DataFrame]:
         import pyarrow.parquet as pq
 
         try:
-            table = pq.read_table(path)
-        except (pa.ArrowException, OSError) as exc:
-            raise InputError(f"{path}: not a readable Parquet file (cut off?): {exc}") from None
-        raw = (table.schema.metadata or {}).get(META_KEY.encode())
-        rows = table.to_pandas()
+            table = pq.read_table(path, page_checksum_verification=True)
+            raw = (table.schema.metadata or {}).get(META_KEY.encode())
+            rows = table.to_pandas()
+        except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{path}: not a readable Parquet file (cut off or damaged?): "
+                             f"{' '.join(str(exc).split())}") from None
     else:
-        try:
-            with open(path, encoding="utf-8", newline="") as handle:
-                first = handle.readline()
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{path}: not a UTF-8 per-query table ({exc.reason}).") from None
-        tag, _, raw = first.rstrip("\n").partition("\t")
-        raw = raw if tag == f"#{META_KEY}" else None
-        if raw is not None:
+        data = path.read_bytes()
+        first = data.partition(b"\n")[0]
+        tag, _, raw = first.partition(b"\t")
+        if tag != f"#{META_KEY}".encode():
+            raw = None
+        else:
+            end = data.rfind(b"\n", 0, len(data) - 1) + 1  # where the last line starts
+            body, footer = data[:end], data[end:]
+            if footer != f"{_CHECKSUM}\t{hashlib.sha256(body).hexdigest()}\n".encode():
+                raise InputError(f"{path}: its content does not match the checksum on its last line: the table is "
+                                 "cut off, damaged or edited.")
             try:
-                rows = pd.read_csv(path, sep="\t", skiprows=1, dtype=str, keep_default_na=False)
+                rows = pd.read_csv(io.BytesIO(body[len(first) + 1:]), sep="\t", dtype=str, keep_default_na=False,
+                                   encoding="utf-8")
             except (pd.errors.ParserError, ValueError) as exc:
                 raise InputError(f"{path}: not a per-query table: {' '.join(str(exc).split())}") from None
     if raw is None:
