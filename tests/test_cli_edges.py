@@ -404,3 +404,14 @@ def test_an_empty_run_is_refused_streamed_as_in_memory(tmp_path, capsys, content
     assert errors == [errors[0]] * 3 and "holds no run lines" in errors[0]
     assert main(["eval", str(qrels), str(run), "-m", "mrr", "--stream", *(["-c"] if make_comparable else [])]) == 2
     assert "holds no run lines" in _one_error_line(capsys, "eval")
+
+
+def test_score_refuses_an_output_that_is_an_input(tmp_path, capsys):
+    queries, corpus = tmp_path / "queries.tsv", tmp_path / "corpus.tsv"
+    queries.write_text("q1\thello\n")
+    corpus.write_text("d1\tworld\n")
+    before = queries.read_bytes()
+    assert main(["score", str(tmp_path / "no-model"), "--queries", str(queries), "--corpus", str(corpus),
+                 "--out", str(queries)]) == 2
+    assert "would be overwritten" in _one_error_line(capsys, "score")
+    assert queries.read_bytes() == before

@@ -612,12 +612,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="read each run in chunks of whole queries (default 1,000 a chunk; --stream N for N): "
                     "memory grows with the chunk, not the run; the numbers are the same")
     ev.add_argument("--per-query-out", metavar="PATH",
-                    help="write per-query rows (TSV, or .parquet) as they are produced, for `tieaware merge`")
+                    help="write per-query rows (TSV, or .parquet) with the metrics, -l, tie order and tieaware "
+                    "version, for `tieaware merge`; the file appears only once complete")
     ev.set_defaults(handler=cmd_eval)
 
     mg = commands.add_parser("merge", help="combine per-query tables of shards into one report",
                              description="Combine the --per-query-out tables of shards (disjoint sets of queries, "
-                             "evaluated one process each) into the report a single evaluation gives.")
+                             "evaluated one process each) into the report a single evaluation gives. Tables that "
+                             "differ in metrics, relevance level, tie order or tieaware version, a query in two "
+                             "tables, and a damaged or cut-off table are errors naming the files.")
     mg.add_argument("tables", nargs="+", metavar="table")
     mg.add_argument("-o", "--output", choices=("table", "tsv", "csv", "json"), default="table")
     mg.add_argument("--digits", type=_digits, default=4, help="decimals in table output (0-15, default 4)")

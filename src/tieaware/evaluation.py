@@ -90,7 +90,8 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             grouped by query is partitioned by query first (`tieaware.streaming`).
         per_query_out: a path; per-query rows (metric, query, statistics) are written there
             as TSV (``.parquet``: Parquet) with the metric names, relevance level, tie order and
-            tieaware version, for `tieaware.streaming.merge` of sharded evaluations.
+            tieaware version, for `tieaware.streaming.merge` of sharded evaluations; the file
+            appears only once complete, and a path that is the qrels or run file is an error.
 
     Returns:
         One `MetricResult` (a float) for one metric name, else an
