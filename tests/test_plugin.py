@@ -3,6 +3,7 @@
 Inner sessions run in-process (pytester) except where a fresh interpreter is the point.
 """
 import json
+import re
 import subprocess
 import sys
 from importlib import metadata
@@ -249,12 +250,13 @@ def test_baseline_lifecycle(pytester):
         pytester.makepyfile(test_model=baseline_test(run, tolerance))
         return pytester.runpytest(*args)
 
-    baseline = pytester.path / "test_model" / "test_model_minilm_bf16.json"
     first = run_with("RUN")
     first.assert_outcomes(failed=1)
+    [baseline] = (pytester.path / "test_model").iterdir()
+    assert re.fullmatch(r"test_model_minilm_bf16-[0-9a-f]{12}\.json", baseline.name)
     first.stdout.fnmatch_lines(["tie baseline not found in data directory, written:", f"- {baseline}"])
     stored = json.loads(baseline.read_text())
-    assert stored["schema_version"] == 2
+    assert (stored["schema_version"], stored["test"], stored["name"]) == (3, "test_model", "minilm bf16")
     assert stored["metrics"]["mrr@10"]["range"] == 0.25 and stored["metrics"]["mrr@10"]["expected"] == 0.625
 
     run_with("RUN").assert_outcomes(passed=1)
@@ -262,7 +264,7 @@ def test_baseline_lifecycle(pytester):
     grown = run_with(repr(MORE_TIES))
     grown.assert_outcomes(failed=1)
     grown.stdout.fnmatch_lines([
-        "E   *tie baseline check failed against *test_model_minilm_bf16.json (tolerance 1e-06):",
+        f"E   *tie baseline check failed against *{baseline.name} (tolerance 1e-06):",
         "E   *mrr@10*0.6250*0.7500*0.2500*0.5000*FAIL: range 0.5 grew past baseline 0.25; "
         "expected 0.75 moved from baseline 0.625",
     ])
@@ -281,10 +283,66 @@ def test_baseline_lifecycle(pytester):
     run_with(repr(MORE_TIES)).assert_outcomes(passed=1)
 
 
+COLLIDING_FILE = DATA + f'''
+import pytest
+
+RUNS = {{"a": RUN, "more ties": {MORE_TIES!r}, "better q2": {BETTER_Q2!r}}}
+
+class TestFirst:
+    def test_model(self, tie_check):
+        tie_check.against_baseline("bf16", QRELS, RUNS["a"], "mrr@10")
+
+class TestSecond:
+    def test_model(self, tie_check):
+        tie_check.against_baseline("bf16", QRELS, RUNS["more ties"], "mrr@10")
+
+@pytest.mark.parametrize("case,run", [("a-b", "a"), ("a_b", "more ties"), ("a b", "better q2")])
+def test_param(tie_check, case, run):
+    tie_check.against_baseline("bf16", QRELS, RUNS[run], "mrr@10")
+
+def test_names(tie_check):
+    tie_check.against_baseline("bf 16", QRELS, RUNS["a"], "mrr@10")
+    tie_check.against_baseline("bf-16", QRELS, RUNS["better q2"], "mrr@10")
+'''
+
+
+def test_checks_whose_names_normalise_alike_keep_their_own_baselines(pytester):
+    """Same function in two classes, parametrize ids and check names that old names mapped to one file."""
+    pytester.makepyfile(test_colliding=COLLIDING_FILE)
+    pytester.runpytest().assert_outcomes(failed=6)  # every check writes its file; test_names stops at its first
+    pytester.runpytest("--tie-update-baseline").assert_outcomes(passed=5, failed=1)  # test_names' second
+    pytester.runpytest().assert_outcomes(passed=6)
+    stored = {}
+    for path in (pytester.path / "test_colliding").iterdir():
+        content = json.loads(path.read_text())
+        stored[content["test"], content["name"]] = content["metrics"]["mrr@10"]["expected"]
+    assert stored == {("TestFirst::test_model", "bf16"): 0.625, ("TestSecond::test_model", "bf16"): 0.75,
+                      ("test_param[a-b-a]", "bf16"): 0.625, ("test_param[a_b-more ties]", "bf16"): 0.75,
+                      ("test_param[a b-better q2]", "bf16"): 0.875,
+                      ("test_names", "bf 16"): 0.625, ("test_names", "bf-16"): 0.875}
+
+
+def test_baseline_under_the_old_name_is_named_not_read(pytester):
+    pytester.makepyfile(test_model=baseline_test("RUN"))
+    pytester.runpytest().assert_outcomes(failed=1)
+    [new] = (pytester.path / "test_model").iterdir()
+    old = new.with_name("test_model_minilm_bf16.json")
+    new.rename(old)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["tie baseline not found:", f"- {new}",
+                                 f"{old} has the name older versions of tieaware gave this check, *"])
+    assert not new.exists()
+    pytester.runpytest("--tie-update-baseline").assert_outcomes(failed=1)
+    assert new.is_file()
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
 def test_broken_baseline_file_says_how_to_repair(pytester):
     pytester.makepyfile(test_model=baseline_test("RUN"))
-    (pytester.path / "test_model").mkdir()
-    (pytester.path / "test_model" / "test_model_minilm_bf16.json").write_text("{not json")
+    pytester.runpytest().assert_outcomes(failed=1)
+    [baseline] = (pytester.path / "test_model").iterdir()
+    baseline.write_text("{not json")
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*is not valid JSON*; fix or delete it, or rerun with --tie-update-baseline"])

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from .baseline import baseline_path, baseline_text, baseline_violations, read_baseline
+from .baseline import baseline_path, baseline_text, baseline_violations, check_id, legacy_baseline_path, read_baseline
 from .settings import resolve
 from .summary import text_table
 
@@ -48,9 +48,11 @@ class TieCheck:
     def against_baseline(self, name: str, qrels, run, metrics=None, *, tolerance: float = 1e-6,
                          oblivious: str | None = None, relevance_level: float = 1, make_comparable: bool = False,
                          dtype=None):
-        """Compare with the stored baseline ``<module stem>/<test>_<name>.json`` next to the test file.
+        """Compare with the stored baseline ``<module stem>/<test>_<name>-<hash>.json`` next to the test
+        file (the hash is of this test's node id and ``name``: one file per check).
 
-        No file yet: write it and fail saying so. Later runs fail when a metric's range grows past
+        No file yet: write it and fail saying so (or, when a file of the name older versions gave the
+        check exists, fail naming it without writing). Later runs fail when a metric's range grows past
         the stored one + ``tolerance`` or its expected value moves by more than ``tolerance``.
         With ``--tie-update-baseline`` a file that differs is rewritten and the test fails saying so.
         """
@@ -70,8 +72,14 @@ class TieCheck:
         shown_path = os.path.relpath(path, self._node.config.rootpath)
         results = evaluate(qrels, run, [names] if isinstance(names, str) else names, oblivious=order,
                            relevance_level=relevance_level, make_comparable=make_comparable)
-        text = baseline_text(results, order, _dtype_label(dtype))
+        text = baseline_text(results, order, _dtype_label(dtype), check_id(self._node), name)
 
+        legacy = legacy_baseline_path(self._node, name)
+        if not path.is_file() and not self._update_baseline and legacy.is_file():
+            pytest.fail(f"tie baseline not found:\n- {path}\n{legacy} has the name older versions of tieaware gave "
+                        f"this check, which other checks can share, so it is not read. Rename it to {path.name} "
+                        "if it belongs to this check, or rerun with --tie-update-baseline to write the new file "
+                        "from this run (then delete the old one).", pytrace=False)
         if not path.is_file() or (self._update_baseline and path.read_text(encoding="utf-8") != text):
             action = "rewritten" if path.is_file() else "written"
             banner = {"rewritten": "tie baseline differs and --tie-update-baseline is set, rewritten:",
