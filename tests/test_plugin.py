@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 
@@ -338,16 +339,146 @@ def test_baseline_under_the_old_name_is_named_not_read(pytester):
     pytester.runpytest().assert_outcomes(passed=1)
 
 
-def test_broken_baseline_file_says_how_to_repair(pytester):
+def edited(edit):
+    """A mutation of a baseline file's bytes that edits its parsed JSON content."""
+    def mutate(data: bytes) -> bytes:
+        content = json.loads(data)
+        edit(content)
+        return json.dumps(content).encode()
+    return mutate
+
+
+def set_mrr(key, value):
+    return edited(lambda content: content["metrics"]["mrr@10"].__setitem__(key, value))
+
+
+BAD_BASELINES = {
+    "truncated": (lambda data: data[:len(data) // 2], "is not valid JSON (Expecting"),
+    "empty": (lambda data: b"", "is not valid JSON (Expecting value: line 1 column 1 (char 0))"),
+    "binary": (lambda data: b"\x89PNG\r\n\x1a\n\xff" + data, "is not UTF-8 text (byte 0x89 at offset 0)"),
+    "latin-1": (lambda data: data.replace(b'"trec_eval"', b'"trec_eval\xe9"'),
+                "is not UTF-8 text (byte 0xe9 at offset"),
+    "list": (lambda data: b"[1, 2]", "holds a JSON list, not an object"),
+    "no schema_version": (edited(lambda content: content.pop("schema_version")),
+                          "has schema_version None, expected one of (1, 2, 3)"),
+    "schema_version as text": (edited(lambda content: content.update(schema_version="3")),
+                               "has schema_version '3', expected one of (1, 2, 3)"),
+    "schema_version true": (edited(lambda content: content.update(schema_version=True)),
+                            "has schema_version True"),
+    "no metrics": (edited(lambda content: content.pop("metrics")), 'has no "metrics" object (got None)'),
+    "metrics as list": (edited(lambda content: content.update(metrics=[])), 'has no "metrics" object (got [])'),
+    "metric as number": (edited(lambda content: content["metrics"].update({"mrr@10": 0.5})),
+                         "metric 'mrr@10': expected an object of statistics, got 0.5"),
+    "range missing": (edited(lambda content: content["metrics"]["mrr@10"].pop("range")),
+                      "metric 'mrr@10': 'range' is missing"),
+    "expected as text": (set_mrr("expected", "0.625"), "metric 'mrr@10': 'expected' is '0.625', not a finite number"),
+    "bias null": (set_mrr("bias", None), "metric 'mrr@10': 'bias' is None, not a finite number"),
+    "range NaN": (set_mrr("range", float("nan")), "metric 'mrr@10': 'range' is nan, not a finite number"),
+    "range true": (set_mrr("range", True), "metric 'mrr@10': 'range' is True, not a finite number"),
+    "another check's": (edited(lambda content: content.update(test="TestOther::test_model")),
+                        "is the baseline of check 'minilm bf16' in 'TestOther::test_model', not of check "
+                        "'minilm bf16' in 'test_model'"),
+}
+
+
+@pytest.mark.parametrize("damage", BAD_BASELINES)
+def test_bad_baseline_file_is_a_failure_naming_it_and_updating_repairs_it(pytester, damage):
+    mutate, problem = BAD_BASELINES[damage]
     pytester.makepyfile(test_model=baseline_test("RUN"))
     pytester.runpytest().assert_outcomes(failed=1)
     [baseline] = (pytester.path / "test_model").iterdir()
-    baseline.write_text("{not json")
+    baseline.write_bytes(mutate(baseline.read_bytes()))
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*is not valid JSON*; fix or delete it, or rerun with --tie-update-baseline"])
-    pytester.runpytest("--tie-update-baseline").assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert f"BaselineFileError: tie baseline {baseline} {problem}" in out
+    assert "; fix or delete it, or rerun with --tie-update-baseline" in out
+    updated = pytester.runpytest("--tie-update-baseline")
+    updated.assert_outcomes(failed=1)
+    updated.stdout.fnmatch_lines(["tie baseline differs and --tie-update-baseline is set, rewritten:"])
     pytester.runpytest().assert_outcomes(passed=1)
+    assert [path.name for path in baseline.parent.iterdir()] == [baseline.name]  # no temporary file left
+
+
+def baseline_contents():
+    """Bytes a baseline file might hold: garbage, any JSON, and JSON close to the layout written."""
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)
+    anything = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
+                            | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+    statistic = st.sampled_from(["expected", "range", "bias", "tie_std"])
+    metric = st.dictionaries(statistic, scalars, max_size=4) | anything
+    near = st.fixed_dictionaries(
+        {"schema_version": st.sampled_from([1, 2, 3, "3", True, None, 4.0]),
+         "metrics": st.dictionaries(st.sampled_from(["mrr@10", "ndcg@10"]), metric, max_size=2) | anything},
+        optional={"test": st.sampled_from(["test_x", "TestA::test_x"]), "name": st.sampled_from(["n", "m"])})
+    as_json = (anything | near).map(lambda value: json.dumps(value).encode())
+    return st.binary(max_size=64) | as_json | as_json.map(lambda data: data[:len(data) // 2])
+
+
+def test_any_baseline_file_is_read_or_refused_with_its_name(tmp_path):
+    """Fuzz: whatever bytes a baseline file holds, reading it gives finite statistics or a BaselineFileError."""
+    import math
+
+    from hypothesis import given, settings
+
+    from pytest_tieaware.baseline import COMPARED_STATISTICS, BaselineFileError, read_baseline
+
+    path = tmp_path / "check.json"
+
+    @settings(max_examples=300, deadline=None)
+    @given(baseline_contents())
+    def read(data):
+        path.write_bytes(data)
+        try:
+            metrics = read_baseline(path, "test_x", "n")
+        except BaselineFileError as error:
+            assert str(error).startswith(f"tie baseline {path} ")
+            return
+        for stored in metrics.values():
+            assert all(math.isfinite(stored[key]) and not isinstance(stored[key], bool)
+                       for key in COMPARED_STATISTICS)
+
+    read()
+
+
+def test_baseline_path_that_is_a_folder_is_named(pytester):
+    pytester.makepyfile(test_model=baseline_test("RUN"))
+    pytester.runpytest().assert_outcomes(failed=1)
+    [baseline] = (pytester.path / "test_model").iterdir()
+    baseline.unlink()
+    baseline.mkdir()
+    result = pytester.runpytest("--tie-update-baseline")
+    result.assert_outcomes(failed=1)
+    assert f"tie baseline {baseline} is not a regular file" in result.stdout.str()
+
+
+def test_baselines_are_written_by_renaming_a_complete_file(tmp_path, monkeypatch):
+    from pytest_tieaware import baseline as module
+
+    target = tmp_path / "data" / "check.json"
+    module.write_atomically(target, "old\n")
+    renamed = []
+    real_replace = module.os.replace
+
+    def replace(source, destination):
+        assert Path(source).parent == target.parent and Path(source).read_text() == "new\n"
+        assert target.read_text() == "old\n"  # untouched until the rename
+        renamed.append(Path(destination))
+        real_replace(source, destination)
+
+    monkeypatch.setattr(module.os, "replace", replace)
+    module.write_atomically(target, "new\n")
+    assert renamed == [target] and target.read_text() == "new\n"
+
+    def fail(source, destination):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(module.os, "replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        module.write_atomically(target, "newer\n")
+    assert target.read_text() == "new\n" and sorted(tmp_path.joinpath("data").iterdir()) == [target]
 
 
 SUMMARY_FILE = DATA + '''

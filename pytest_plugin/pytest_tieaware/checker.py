@@ -7,7 +7,16 @@ import os
 
 import pytest
 
-from .baseline import baseline_path, baseline_text, baseline_violations, check_id, legacy_baseline_path, read_baseline
+from .baseline import (
+    BaselineFileError,
+    baseline_path,
+    baseline_text,
+    baseline_violations,
+    check_id,
+    legacy_baseline_path,
+    read_baseline,
+    write_atomically,
+)
 from .settings import resolve
 from .summary import text_table
 
@@ -80,18 +89,19 @@ class TieCheck:
                         f"this check, which other checks can share, so it is not read. Rename it to {path.name} "
                         "if it belongs to this check, or rerun with --tie-update-baseline to write the new file "
                         "from this run (then delete the old one).", pytrace=False)
-        if not path.is_file() or (self._update_baseline and path.read_text(encoding="utf-8") != text):
+        if path.exists() and not path.is_file():
+            raise BaselineFileError(path, "is not a regular file")
+        if not path.is_file() or (self._update_baseline and path.read_bytes() != text.encode("utf-8")):
             action = "rewritten" if path.is_file() else "written"
             banner = {"rewritten": "tie baseline differs and --tie-update-baseline is set, rewritten:",
                       "written": "tie baseline not found in data directory, written:"}[action]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            write_atomically(path, text)
             for result in results.values():
                 self._record("baseline", result, {"tolerance": float(tolerance)}, f"baseline {action}",
                              [f"baseline {action}"], dtype, shown_path)
             pytest.fail(f"{banner}\n- {path}\nRun the test again to compare against it.", pytrace=False)
 
-        stored = read_baseline(path)
+        stored = read_baseline(path, check_id(self._node), name)
         violations = {}
         for metric, result in results.items():
             violations[metric] = baseline_violations(result, stored.get(metric), tolerance)

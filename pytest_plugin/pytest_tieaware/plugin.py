@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from .baseline import write_atomically
 from .checker import USER_PROPERTY, TieCheck, record_limit_checks
 from .settings import OPTIONS, PARSERS, marker_problem, session_defaults
 from .summary import json_report, summary_table
@@ -105,8 +106,7 @@ class TieStabilityReport:
 
     def pytest_sessionfinish(self) -> None:
         if self.json_path is not None:
-            self.json_path.parent.mkdir(parents=True, exist_ok=True)
-            self.json_path.write_text(json.dumps(json_report(self.rows), indent=2) + "\n", encoding="utf-8")
+            write_atomically(self.json_path, json.dumps(json_report(self.rows), indent=2) + "\n")
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.rows:
