@@ -165,6 +165,24 @@ def test_metrics_bias_and_order_from_marker_command_line_and_ini(pytester):
     assert settings(from_cli, "test_marked") == (["mrr@10"], "trec_eval", {"max_abs_bias": 0.2})
 
 
+@pytest.mark.parametrize("pyproject", [
+    '[tool.pytest.ini_options]\ntie_metrics = ["ndcg@10", "mrr@10"]\ntie_max_range = 0.3\n',
+    '[tool.pytest.ini_options]\ntie_metrics = "ndcg@10, mrr@10"\ntie_max_range = "0.3"\n',
+    '[tool.pytest.ini_options]\ntie_metrics = """\nndcg@10\nmrr@10\n"""\ntie_max_range = 0.3\n',
+    '[tool.pytest.ini_options]\ntie_metrics = ["ndcg@10 mrr@10"]\ntie_max_range = 0.3\n',
+    pytest.param('[tool.pytest]\ntie_metrics = ["ndcg@10", "mrr@10"]\ntie_max_range = "0.3"\n',
+                 marks=pytest.mark.skipif(pytest.version_tuple < (9,), reason="[tool.pytest] is new in pytest 9")),
+], ids=["toml list", "string", "lines", "list of one string", "pytest 9 table"])
+def test_tie_metrics_in_pyproject_toml_as_a_list_or_a_string(pytester, pyproject):
+    pytester.makepyprojecttoml(pyproject)
+    pytester.makepyfile(SETTINGS_FILE)
+    reprec = pytester.inline_run()
+    rows = recorded_rows(reprec, "test_default")
+    assert [row["metric"] for row in rows] == ["ndcg@10", "mrr@10"]
+    assert rows[0]["limits"] == {"max_range": 0.3}
+    assert outcome(reprec, "test_default") == "passed"
+
+
 def test_infinite_limit_in_the_call_switches_a_limit_off(pytester):
     pytester.makepyfile(DATA + '''
 import math

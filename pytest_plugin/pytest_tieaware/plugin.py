@@ -30,7 +30,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar = {"metrics": "NAMES", "oblivious": "ORDER"}.get(key, "NUMBER")
         group.addoption(flag, dest=ini_key, type=PARSERS[key], default=None, metavar=metavar,
                         help=f"{help_text} (ini: {ini_key})")
-        parser.addini(ini_key, help_text, type="string", default="")
+        # tie_metrics: a list in TOML (pyproject.toml), lines of names in an ini file
+        parser.addini(ini_key, help_text, type="linelist" if key == "metrics" else "string",
+                      default=[] if key == "metrics" else "")
     group.addoption("--tie-update-baseline", action="store_true", default=False,
                     help="rewrite tie_check.against_baseline files that differ "
                     "(like pytest-regressions' --force-regen)")

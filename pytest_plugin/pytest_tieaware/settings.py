@@ -63,13 +63,16 @@ PARSERS = {"max_range": non_negative_float, "max_abs_bias": non_negative_float, 
 
 
 def session_defaults(config: pytest.Config) -> dict:
-    """{setting: value} from the command line, else the ini file; unset settings are left out."""
+    """{setting: value} from the command line, else the ini file; unset settings are left out.
+    ``tie_metrics`` is a TOML list or ini lines, each item split as ``--tie-metrics`` is."""
     defaults = {}
     for key, (_, ini_key, _) in OPTIONS.items():
         value = config.getoption(ini_key)
-        if value is None and config.getini(ini_key):
+        ini_value = config.getini(ini_key)
+        if value is None and ini_value:
             try:
-                value = PARSERS[key](config.getini(ini_key))
+                value = ([name for item in ini_value for name in split_metric_names(item)] if key == "metrics"
+                         else PARSERS[key](ini_value))
             except argparse.ArgumentTypeError as error:
                 raise pytest.UsageError(f"ini option {ini_key}: {error}") from None
         if value is not None:
