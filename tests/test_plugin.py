@@ -62,6 +62,7 @@ def test_split_metric_names_keeps_parameters_together():
 
     assert split_metric_names("ndcg@10, mrr@10\nP(rel=2,judged_only=1)@5") == [
         "ndcg@10", "mrr@10", "P(rel=2,judged_only=1)@5"]
+    assert split_metric_names("P.5,10, ndcg@10,mrr@10,P.1,2,3 P") == ["P.5,10", "ndcg@10", "mrr@10", "P.1,2,3", "P"]
 
 
 def test_passing_and_failing_checks_with_the_message_table(pytester):
@@ -497,6 +498,39 @@ def test_baselines_are_written_by_renaming_a_complete_file(tmp_path, monkeypatch
     with pytest.raises(OSError, match="disk full"):
         module.write_atomically(target, "newer\n")
     assert target.read_text() == "new\n" and sorted(tmp_path.joinpath("data").iterdir()) == [target]
+
+
+NAMES_FILE = DATA + '''
+import ir_measures
+import pytest
+
+@pytest.mark.tie_stability(metrics="P.1,2")
+def test_marker_list(tie_check):
+    results = tie_check.against_baseline("list", QRELS, RUN)
+    assert sorted(results) == ["P.1", "P.2"]
+
+@pytest.mark.tie_stability(metrics=["success", "official"])
+def test_marker_groups(tie_check):
+    assert {"success_1", "P_5", "P_1000", "map", "recip_rank"} <= set(tie_check.against_baseline("groups", QRELS, RUN))
+
+def test_object_and_one_name(tie_check):
+    assert round(tie_check.against_baseline("object", QRELS, RUN, ir_measures.RR@10), 3) == 0.625
+    assert round(tie_check.against_baseline("name", QRELS, RUN, "mrr@10"), 3) == 0.625
+    report = tie_check.against_baseline("names", QRELS, RUN, [ir_measures.RR@10, "P.1,2"])
+    assert sorted(report) == ["P.1", "P.2", "RR@10"]
+'''
+
+
+def test_baselines_take_the_metric_names_evaluate_takes(pytester):
+    """Names that expand (P.1,2, success, official) and ir_measures objects: in markers (not a usage error)
+    and in against_baseline, whose results are keyed as evaluate keys them."""
+    pytester.makepyfile(test_names=NAMES_FILE)
+    pytester.runpytest("-W", "ignore::UserWarning").assert_outcomes(failed=3)  # files written
+    for _ in range(2):  # test_object_and_one_name writes its second, then its third file
+        pytester.runpytest("-W", "ignore::UserWarning").assert_outcomes(failed=1, passed=2)
+    pytester.runpytest("-W", "ignore::UserWarning").assert_outcomes(passed=3)
+    reprec = pytester.inline_run("-W", "ignore::UserWarning", "--tie-metrics", "P.1,2 mrr@10")
+    assert outcome(reprec, "test_marker_list") == "passed"
 
 
 SUMMARY_FILE = DATA + '''

@@ -79,7 +79,8 @@ class TieCheck:
         order = settings.get("oblivious", "trec_eval")
         path = baseline_path(self._node, name)
         shown_path = os.path.relpath(path, self._node.config.rootpath)
-        results = evaluate(qrels, run, [names] if isinstance(names, str) else names, oblivious=order,
+        one_name = not isinstance(names, (list, tuple))  # a string or an ir_measures measure
+        results = evaluate(qrels, run, [names] if one_name else names, oblivious=order,
                            relevance_level=relevance_level, make_comparable=make_comparable)
         text = baseline_text(results, order, _dtype_label(dtype), check_id(self._node), name)
 
@@ -115,7 +116,9 @@ class TieCheck:
         if any(violations.values()):
             raise TieInstabilityError(_baseline_message(path, tolerance, results, stored, violations),
                                       results, violations)
-        return results[names] if isinstance(names, str) else results
+        # as evaluate returns: one MetricResult for one name that stays one metric (results are keyed
+        # by the names evaluate gives, P.5,10 -> P.5, P.10; nDCG@10 the object -> "nDCG@10")
+        return next(iter(results.values())) if one_name and len(results) == 1 else results
 
     def _metric_names(self, settings: dict):
         names = settings.get("metrics")

@@ -45,11 +45,13 @@ def oblivious_order(text: str) -> str:
 
 
 def split_metric_names(text: str) -> list[str]:
-    """'ndcg@10, mrr@10 P(rel=2,judged_only=1)@5' -> names; commas inside parentheses stay."""
+    """'ndcg@10, mrr@10 P(rel=2,judged_only=1)@5 P.5,10' -> names; commas inside parentheses, and
+    commas before a digit (trec_eval's cutoff lists: no metric name starts with one), stay."""
     names, current, depth = [], "", 0
-    for char in text:
+    for position, char in enumerate(text):
         depth += (char == "(") - (char == ")")
-        if depth == 0 and (char == "," or char.isspace()):
+        cutoff_list = char == "," and text[position + 1:position + 2].isdigit()
+        if depth == 0 and (char.isspace() or char == "," and not cutoff_list):
             names.append(current)
             current = ""
         else:
@@ -127,11 +129,10 @@ def marker_problem(node: pytest.Item) -> str | None:
                 f"got {settings['oblivious']!r}")
     if settings.get("metrics"):
         from tieaware.errors import TieawareError
-        from tieaware.metrics import parse_metric  # pure Python: loads no numba
+        from tieaware.metrics import parse_metrics  # pure Python: loads no numba
 
-        for name in settings["metrics"]:
-            try:
-                parse_metric(name)
-            except TieawareError as error:
-                return f"tie_stability marker: {error}"
+        try:  # as evaluate reads them: P.5,10, P, official and ir_measures objects expand
+            parse_metrics(settings["metrics"])
+        except TieawareError as error:
+            return f"tie_stability marker: {error}"
     return None
