@@ -33,6 +33,8 @@ RUN = {"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.4, "d4": 0.4}, "q2": {"d1": 0.9, "d2
 MORE_TIES = {"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.4, "d4": 0.4}, "q2": {"d1": 0.8, "d2": 0.8}}
 # Same q1; q2's relevant doc moves to rank 1: E[MRR] 0.875, range 0.25.
 BETTER_Q2 = {"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.4, "d4": 0.4}, "q2": {"d1": 0.7, "d2": 0.8}}
+# q1's relevant d1 falls below d2, no ties left: E[MRR] 0.5, range 0, bias 0.
+WORSE_Q1 = {"q1": {"d1": 0.4, "d2": 0.5, "d3": 0.3, "d4": 0.3}, "q2": {"d1": 0.9, "d2": 0.8}}
 
 
 def outcome(reprec, test: str) -> str:
@@ -256,7 +258,7 @@ def test_other():
     assert "passed" not in result.stdout.str()
 
 
-def baseline_test(run: str, tolerance: float = 1e-6) -> str:
+def baseline_test(run: str, tolerance=1e-6) -> str:
     return DATA + f'''
 RUN_NOW = {run}
 
@@ -266,7 +268,7 @@ def test_model(tie_check):
 
 
 def test_baseline_lifecycle(pytester):
-    def run_with(run: str, *args, tolerance=1e-6):
+    def run_with(run: str, *args, tolerance=1e-6):  # a number, or a {statistic: number} dict
         pytester.makepyfile(test_model=baseline_test(run, tolerance))
         return pytester.runpytest(*args)
 
@@ -281,19 +283,33 @@ def test_baseline_lifecycle(pytester):
 
     run_with("RUN").assert_outcomes(passed=1)
 
-    grown = run_with(repr(MORE_TIES))
+    grown = run_with(repr(MORE_TIES))  # range grows; E[M] rises and |bias| shrinks: improvements, not failures
     grown.assert_outcomes(failed=1)
     grown.stdout.fnmatch_lines([
         f"E   *tie baseline check failed against *{baseline.name} (tolerance 1e-06):",
-        "E   *mrr@10*0.6250*0.7500*0.2500*0.5000*FAIL: range 0.5 grew past baseline 0.25; "
-        "expected 0.75 moved from baseline 0.625",
+        "E   *mrr@10*0.6250*0.7500*0.2500*0.5000*-0.1250*0.0000*FAIL: range 0.5 grew past baseline 0.25",
     ])
+    grown.stdout.fnmatch_lines(["tie baselines improved on (not failures; *",
+                                "  test_model.py::test_model mrr@10: |bias| 0 shrank from baseline 0.125; "
+                                "expected 0.75 rose from baseline 0.625"])
     run_with(repr(MORE_TIES), tolerance=0.3).assert_outcomes(passed=1)
 
-    moved = run_with(repr(BETTER_Q2))
-    moved.assert_outcomes(failed=1)
-    moved.stdout.fnmatch_lines(
-        ["E   *mrr@10*0.6250*0.8750*0.2500*0.2500*FAIL: expected 0.875 moved from baseline 0.625"])
+    better = run_with(repr(BETTER_Q2))  # E[M] rises, range and bias stay
+    better.assert_outcomes(passed=1)
+    better.stdout.fnmatch_lines(["test_model.py::test_model*mrr@10*0.8750*0.2500*-0.1250*"
+                                 "range<=0.2500, |bias|<=0.1250, E>=0.6250*improved",
+                                 "tie baselines improved on (not failures; *",
+                                 "  test_model.py::test_model mrr@10: expected 0.875 rose from baseline 0.625",
+                                 "  test_model.py::test_model ndcg@10: expected 0.831* rose from baseline 0.647*"])
+
+    worse = run_with(repr(WORSE_Q1))  # E[M] drops; range and |bias| shrink
+    worse.assert_outcomes(failed=1)
+    worse.stdout.fnmatch_lines(
+        ["E   *mrr@10*0.6250*0.5000*0.2500*0.0000*FAIL: expected 0.5 dropped below baseline 0.625"])
+    worse.stdout.fnmatch_lines(["  test_model.py::test_model mrr@10: range 0 shrank from baseline 0.25; "
+                                "|bias| 0 shrank from baseline 0.125"])
+    run_with(repr(WORSE_Q1), tolerance={"expected": 0.2}).assert_outcomes(passed=1)
+    run_with(repr(WORSE_Q1), tolerance={"range": 0.2}).assert_outcomes(failed=1)
 
     updated = run_with(repr(MORE_TIES), "--tie-update-baseline")
     updated.assert_outcomes(failed=1)
@@ -301,6 +317,59 @@ def test_baseline_lifecycle(pytester):
     assert json.loads(baseline.read_text())["metrics"]["mrr@10"]["range"] == 0.5
     run_with(repr(MORE_TIES), "--tie-update-baseline").assert_outcomes(passed=1)  # nothing differs now
     run_with(repr(MORE_TIES)).assert_outcomes(passed=1)
+
+
+def stats(expected, range_, bias):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(expected=expected, range=range_, bias=bias)
+
+
+@pytest.mark.parametrize("now,regressions,improvements", [
+    ((0.5, 0.2, -0.1), [], []),
+    ((0.5, 0.2 + 2e-6, -0.1), ["range 0.200002 grew past baseline 0.2"], []),
+    ((0.5, 0.2 - 2e-6, -0.1), [], ["range 0.199998 shrank from baseline 0.2"]),
+    ((0.5, 0.2, 0.1), [], []),  # |bias| is compared: the sign flips, the size stays
+    ((0.5, 0.2, 0.1 + 2e-6), ["|bias| 0.100002 grew past baseline 0.1"], []),
+    ((0.5, 0.2, -0.1 - 2e-6), ["|bias| 0.100002 grew past baseline 0.1"], []),
+    ((0.5, 0.2, 0.05), [], ["|bias| 0.05 shrank from baseline 0.1"]),
+    ((0.5 - 2e-6, 0.2, -0.1), ["expected 0.499998 dropped below baseline 0.5"], []),
+    ((0.5 + 2e-6, 0.2, -0.1), [], ["expected 0.500002 rose from baseline 0.5"]),
+    ((0.4, 0.3, 0.0), ["range 0.3 grew past baseline 0.2", "expected 0.4 dropped below baseline 0.5"],
+     ["|bias| 0 shrank from baseline 0.1"]),
+])
+def test_baseline_changes_fail_regressions_only(now, regressions, improvements):
+    from pytest_tieaware.baseline import baseline_changes, tolerances
+
+    stored = {"expected": 0.5, "range": 0.2, "bias": -0.1}
+    assert baseline_changes(stats(*now), stored, tolerances(1e-6)) == (regressions, improvements)
+    assert baseline_changes(stats(*now), stored, tolerances(1)) == ([], [])
+
+
+def test_tolerance_per_statistic():
+    from pytest_tieaware.baseline import baseline_changes, tolerances
+    from tieaware.errors import InputError
+
+    assert tolerances({"expected": 0.1}) == {"expected": 0.1, "range": 1e-6, "bias": 1e-6}
+    stored = {"expected": 0.5, "range": 0.2, "bias": -0.1}
+    assert baseline_changes(stats(0.45, 0.25, -0.1), stored, tolerances({"expected": 0.1})) == (
+        ["range 0.25 grew past baseline 0.2"], [])
+    for bad, message in [(-1, "tolerance of expected must be a number >= 0, got -1"),
+                         (float("nan"), "got nan"), (True, "got True"), ("0.1", "got '0.1'"),
+                         ({"expected": -0.1}, "tolerance of expected must be a number >= 0, got -0.1"),
+                         ({"mean": 0.1}, "unknown statistic(s) ['mean']; use expected, range, bias")]:
+        with pytest.raises(InputError, match=re.escape(message)):
+            tolerances(bad)
+
+
+def test_baseline_of_another_tie_order_is_refused(pytester):
+    pytester.makepyfile(test_model=baseline_test("RUN"))
+    pytester.runpytest().assert_outcomes(failed=1)
+    result = pytester.runpytest("--tie-oblivious", "input")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*was stored with oblivious order 'trec_eval'; this check uses 'input', *"])
+    pytester.runpytest("--tie-oblivious", "input", "--tie-update-baseline").assert_outcomes(failed=1)
+    pytester.runpytest("--tie-oblivious", "input").assert_outcomes(passed=1)
 
 
 COLLIDING_FILE = DATA + f'''
@@ -559,12 +628,12 @@ SUMMARY_LINES = [
 ]
 ROW_KEYS = {"test", "check", "metric", "expected", "oblivious", "min", "max", "range", "bias", "tie_std",
             "oblivious_order", "n_queries", "n_queries_with_ties", "limits", "limit", "passed", "violations",
-            "dtype", "baseline"}
+            "improvements", "dtype", "baseline"}
 
 
 def check_json_report(path, n_rows: int) -> list[dict]:
     report = json.loads(path.read_text())
-    assert report["schema"] == "tieaware-pytest" and report["schema_version"] == 2
+    assert report["schema"] == "tieaware-pytest" and report["schema_version"] == 3
     environment = report["environment"]
     for package in ("tieaware", "ranx", "numba", "pytest"):
         assert environment[package] == metadata.version(package)

@@ -10,6 +10,7 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from tieaware.errors import InputError
 SCHEMA_VERSION = 3  # 3: "test" and "name" stored; 2: "std" renamed "tie_std"; versions 1 and 2 are read too
 READABLE_VERSIONS = (1, 2, SCHEMA_VERSION)
 COMPARED_STATISTICS = ("expected", "range", "bias")  # in every version
+DEFAULT_TOLERANCE = 1e-6
 HASH_LENGTH = 12  # hex digits of sha256: 48 bits
 SLUG_LENGTH = 80
 STORED_STATISTICS = ("expected", "oblivious", "min", "max", "range", "bias", "tie_std",
@@ -75,8 +77,9 @@ class BaselineFileError(InputError):
         super().__init__(f"tie baseline {path} {problem}; fix or delete it, or rerun with --tie-update-baseline")
 
 
-def read_baseline(path: Path, test: str, name: str) -> dict[str, dict]:
-    """{metric: stored statistics} of the baseline file of check `name` in `test` (node id within the module).
+def read_baseline(path: Path, test: str, name: str) -> dict:
+    """The content of the baseline file of check `name` in `test` (node id within the module), checked:
+    ``content["metrics"]`` maps each metric to its stored statistics.
 
     Raises:
         BaselineFileError: the file is not UTF-8, not JSON, of another schema_version, not the layout
@@ -102,6 +105,8 @@ def read_baseline(path: Path, test: str, name: str) -> dict[str, dict]:
     if owner != (test, name):
         raise BaselineFileError(path, f"is the baseline of check {owner[1]!r} in {owner[0]!r}, not of check "
                                 f"{name!r} in {test!r}")
+    if not isinstance(content.get("oblivious_order"), str):
+        raise BaselineFileError(path, f"has oblivious_order {content.get('oblivious_order')!r}, not a tie order name")
     metrics = content.get("metrics")
     if not isinstance(metrics, dict):
         raise BaselineFileError(path, f"has no \"metrics\" object (got {metrics!r:.60})")
@@ -113,7 +118,7 @@ def read_baseline(path: Path, test: str, name: str) -> dict[str, dict]:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 found = "missing" if key not in stored else f"{value!r:.60}, not a finite number"
                 raise BaselineFileError(path, f"metric {metric!r}: {key!r} is {found}")
-    return metrics
+    return content
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -131,13 +136,41 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def baseline_violations(result, stored: dict | None, tolerance: float) -> list[str]:
-    """Why one metric fails its baseline: the range grew, or the expected value moved, beyond tolerance."""
+def tolerances(tolerance) -> dict[str, float]:
+    """{"expected", "range", "bias"} -> tolerance, from one number >= 0 for all three or a mapping
+    that sets some of them (the others DEFAULT_TOLERANCE)."""
+    if isinstance(tolerance, Mapping):
+        unknown = sorted(set(tolerance) - set(COMPARED_STATISTICS), key=str)
+        if unknown:
+            raise InputError(f"tolerance: unknown statistic(s) {unknown}; use {', '.join(COMPARED_STATISTICS)}")
+        out = {key: tolerance.get(key, DEFAULT_TOLERANCE) for key in COMPARED_STATISTICS}
+    else:
+        out = dict.fromkeys(COMPARED_STATISTICS, tolerance)
+    for key, value in out.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
+            raise InputError(f"tolerance of {key} must be a number >= 0, got {value!r}")
+    return {key: float(value) for key, value in out.items()}
+
+
+def baseline_changes(result, stored: dict | None, tolerance: dict[str, float]) -> tuple[list[str], list[str]]:
+    """(regressions, improvements) of one metric against its stored statistics, each beyond its
+    tolerance: Range and |Bias| growing or E[M] dropping are regressions; the reverse improvements."""
     if stored is None:
-        return ["no baseline value for this metric (rerun with --tie-update-baseline)"]
-    reasons = []
-    if result.range > stored["range"] + tolerance:
-        reasons.append(f"range {result.range:.6g} grew past baseline {stored['range']:.6g}")
-    if abs(result.expected - stored["expected"]) > tolerance:
-        reasons.append(f"expected {result.expected:.6g} moved from baseline {stored['expected']:.6g}")
-    return reasons
+        return ["no baseline value for this metric (rerun with --tie-update-baseline)"], []
+    regressions, improvements = [], []
+    range_now, range_then = result.range, stored["range"]
+    if range_now > range_then + tolerance["range"]:
+        regressions.append(f"range {range_now:.6g} grew past baseline {range_then:.6g}")
+    elif range_now < range_then - tolerance["range"]:
+        improvements.append(f"range {range_now:.6g} shrank from baseline {range_then:.6g}")
+    bias_now, bias_then = abs(result.bias), abs(stored["bias"])
+    if bias_now > bias_then + tolerance["bias"]:
+        regressions.append(f"|bias| {bias_now:.6g} grew past baseline {bias_then:.6g}")
+    elif bias_now < bias_then - tolerance["bias"]:
+        improvements.append(f"|bias| {bias_now:.6g} shrank from baseline {bias_then:.6g}")
+    expected_now, expected_then = result.expected, stored["expected"]
+    if expected_now < expected_then - tolerance["expected"]:
+        regressions.append(f"expected {expected_now:.6g} dropped below baseline {expected_then:.6g}")
+    elif expected_now > expected_then + tolerance["expected"]:
+        improvements.append(f"expected {expected_now:.6g} rose from baseline {expected_then:.6g}")
+    return regressions, improvements

@@ -2,19 +2,20 @@
 not when this module loads."""
 from __future__ import annotations
 
-import math
 import os
 
 import pytest
 
 from .baseline import (
+    DEFAULT_TOLERANCE,
     BaselineFileError,
+    baseline_changes,
     baseline_path,
     baseline_text,
-    baseline_violations,
     check_id,
     legacy_baseline_path,
     read_baseline,
+    tolerances,
     write_atomically,
 )
 from .settings import resolve
@@ -54,26 +55,24 @@ class TieCheck:
             oblivious=settings.get("oblivious", "trec_eval"), relevance_level=relevance_level,
             make_comparable=make_comparable, dtype=dtype)
 
-    def against_baseline(self, name: str, qrels, run, metrics=None, *, tolerance: float = 1e-6,
+    def against_baseline(self, name: str, qrels, run, metrics=None, *, tolerance=DEFAULT_TOLERANCE,
                          oblivious: str | None = None, relevance_level: float = 1, make_comparable: bool = False,
                          dtype=None):
         """Compare with the stored baseline ``<module stem>/<test>_<name>-<hash>.json`` next to the test
         file (the hash is of this test's node id and ``name``: one file per check).
 
         No file yet: write it and fail saying so (or, when a file of the name older versions gave the
-        check exists, fail naming it without writing). Later runs fail when a metric's range grows past
-        the stored one + ``tolerance`` or its expected value moves by more than ``tolerance``.
+        check exists, fail naming it without writing). Later runs fail on regressions only: a metric's
+        range or |bias| grown, or its expected value dropped, by more than ``tolerance`` (a number, or
+        ``{"expected": ..., "range": ..., "bias": ...}``, unset ones 1e-6); changes the other way are
+        reported as improvements in the summary. A file stored under another tie order fails.
         With ``--tie-update-baseline`` a file that differs is rewritten and the test fails saying so.
         """
         __tracebackhide__ = True
         from tieaware import evaluate
         from tieaware.testing import TieInstabilityError
 
-        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) \
-                or math.isnan(tolerance) or tolerance < 0:
-            from tieaware.errors import InputError
-
-            raise InputError(f"tolerance must be a number >= 0, got {tolerance!r}")
+        tolerance = tolerances(tolerance)
         settings = resolve({"metrics": metrics, "oblivious": oblivious}, self._node, self._defaults)
         names = self._metric_names(settings)
         order = settings.get("oblivious", "trec_eval")
@@ -98,21 +97,29 @@ class TieCheck:
                       "written": "tie baseline not found in data directory, written:"}[action]
             write_atomically(path, text)
             for result in results.values():
-                self._record("baseline", result, {"tolerance": float(tolerance)}, f"baseline {action}",
+                self._record("baseline", result, {"tolerance": tolerance}, f"baseline {action}",
                              [f"baseline {action}"], dtype, shown_path)
             pytest.fail(f"{banner}\n- {path}\nRun the test again to compare against it.", pytrace=False)
 
-        stored = read_baseline(path, check_id(self._node), name)
+        content = read_baseline(path, check_id(self._node), name)
+        if content["oblivious_order"] != order:
+            pytest.fail(f"tie baseline {path} was stored with oblivious order {content['oblivious_order']!r}; "
+                        f"this check uses {order!r}, so biases differ by definition: rerun with "
+                        "--tie-update-baseline to store this order", pytrace=False)
+        stored = content["metrics"]
         violations = {}
         for metric, result in results.items():
-            violations[metric] = baseline_violations(result, stored.get(metric), tolerance)
-            limits = {"tolerance": float(tolerance)}
+            violations[metric], improvements = baseline_changes(result, stored.get(metric), tolerance)
+            limits = {"tolerance": tolerance}
             limit = "no baseline"
             if metric in stored:
-                limits.update(baseline_range=stored[metric]["range"], baseline_expected=stored[metric]["expected"])
-                limit = (f"range<={stored[metric]['range']:.4f}, E={stored[metric]['expected']:.4f}"
-                         f" (tol {tolerance:g})")
-            self._record("baseline", result, limits, limit, violations[metric], dtype, shown_path)
+                base = stored[metric]
+                limits.update(baseline_range=base["range"], baseline_bias=base["bias"],
+                              baseline_expected=base["expected"])
+                limit = (f"range<={base['range'] + tolerance['range']:.4f}, "
+                         f"|bias|<={abs(base['bias']) + tolerance['bias']:.4f}, "
+                         f"E>={base['expected'] - tolerance['expected']:.4f}")
+            self._record("baseline", result, limits, limit, violations[metric], dtype, shown_path, improvements)
         if any(violations.values()):
             raise TieInstabilityError(_baseline_message(path, tolerance, results, stored, violations),
                                       results, violations)
@@ -130,17 +137,19 @@ class TieCheck:
         return names
 
     def _record(self, check: str, result, limits: dict, limit: str, violations: list[str], dtype,
-                baseline: str | None = None) -> None:
+                baseline: str | None = None, improvements: list[str] = ()) -> None:
         self._node.user_properties.append(
             (USER_PROPERTY, check_row(self._node.nodeid, check, result, limits, limit, violations,
-                                      _dtype_label(dtype), baseline)))
+                                      _dtype_label(dtype), baseline, improvements)))
 
 
 def check_row(test: str, check: str, result, limits: dict, limit: str, violations: list[str], dtype: str | None,
-              baseline: str | None = None) -> dict:
-    """One report row: the test's node id, the metric's statistics, its limits and pass/fail."""
+              baseline: str | None = None, improvements: list[str] = ()) -> dict:
+    """One report row: the test's node id, the metric's statistics, its limits, pass/fail and, for a
+    baseline check, what improved on the baseline."""
     return {"test": test, "check": check, **result.to_dict(), "limits": limits, "limit": limit,
-            "passed": not violations, "violations": list(violations), "dtype": dtype, "baseline": baseline}
+            "passed": not violations, "violations": list(violations), "improvements": list(improvements),
+            "dtype": dtype, "baseline": baseline}
 
 
 def record_limit_checks(item: pytest.Item, stability) -> None:
@@ -156,11 +165,20 @@ def _dtype_label(dtype) -> str | None:
     return None if dtype is None else str(dtype).removeprefix("torch.")
 
 
-def _baseline_message(path, tolerance: float, results, stored: dict, violations: dict) -> str:
+def _baseline_message(path, tolerance: dict, results, stored: dict, violations: dict) -> str:
     rows = []
     for metric, result in results.items():
         base = stored.get(metric, {})
         rows.append([metric, base.get("expected", "-"), result.expected, base.get("range", "-"), result.range,
+                     base.get("bias", "-"), result.bias,
                      "FAIL: " + "; ".join(violations[metric]) if violations[metric] else "ok"])
-    table = text_table(["metric", "baseline expected", "expected", "baseline range", "range", "status"], rows)
-    return f"tie baseline check failed against {path} (tolerance {tolerance:g}):\n{table}"
+    table = text_table(["metric", "baseline expected", "expected", "baseline range", "range", "baseline bias",
+                        "bias", "status"], rows)
+    return f"tie baseline check failed against {path} (tolerance {_tolerance_text(tolerance)}):\n{table}"
+
+
+def _tolerance_text(tolerance: dict) -> str:
+    """'1e-06' when the three are equal, else 'expected 0.01, range 1e-06, bias 1e-06'."""
+    if len(set(tolerance.values())) == 1:
+        return f"{tolerance['expected']:g}"
+    return ", ".join(f"{key} {value:g}" for key, value in tolerance.items())

@@ -17,7 +17,7 @@ import pytest
 from .baseline import write_atomically
 from .checker import USER_PROPERTY, TieCheck, record_limit_checks
 from .settings import OPTIONS, PARSERS, marker_problem, session_defaults
-from .summary import json_report, summary_table
+from .summary import improvement_lines, json_report, summary_table
 
 MARKER_HELP = ("tie_stability(max_range=None, max_abs_bias=None, max_std=None, metrics=None, oblivious=None): "
                "limits, metrics and tie order of this test's tie_check checks (overrides --tie-* options and ini keys)")
@@ -115,5 +115,11 @@ class TieStabilityReport:
             terminalreporter.write_sep("=", "tie stability")
             for line in summary_table(self.rows).splitlines():
                 terminalreporter.write_line(line, red=line.endswith("FAIL"))
+            improved = improvement_lines(self.rows)
+            if improved:
+                terminalreporter.write_line("tie baselines improved on (not failures; --tie-update-baseline "
+                                            "stores the new values):")
+                for line in improved:
+                    terminalreporter.write_line(f"  {line}", green=True)
         if self.json_path is not None:
             terminalreporter.write_line(f"tie stability JSON: {self.json_path}")

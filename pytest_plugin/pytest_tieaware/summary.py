@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 
 SCHEMA = "tieaware-pytest"
-SCHEMA_VERSION = 2  # 2: rows carry "tie_std" (was "std")
+SCHEMA_VERSION = 3  # 3: rows carry "improvements", baseline limits a tolerance per statistic; 2: "tie_std"
 PACKAGES = ("tieaware", "ranx", "numba", "numpy", "pytest", "torch")
 SUMMARY_COLUMNS = ("test", "metric", "expected", "range", "bias", "limit", "result")
 
@@ -22,10 +22,15 @@ def text_table(headers, rows) -> str:
 
 
 def summary_table(rows: list[dict]) -> str:
-    """One line per (test, metric): expected, range, bias, limit, pass/FAIL."""
+    """One line per (test, metric): expected, range, bias, limit, pass / improved / FAIL."""
     return text_table(SUMMARY_COLUMNS, [
         [row["test"], row["metric"], row["expected"], row["range"], row["bias"], row["limit"],
-         "pass" if row["passed"] else "FAIL"] for row in rows])
+         ("improved" if row["improvements"] else "pass") if row["passed"] else "FAIL"] for row in rows])
+
+
+def improvement_lines(rows: list[dict]) -> list[str]:
+    """One line per baseline check that improved on its stored baseline (passed or not)."""
+    return [f"{row['test']} {row['metric']}: {'; '.join(row['improvements'])}" for row in rows if row["improvements"]]
 
 
 def environment(rows: list[dict]) -> dict:
