@@ -372,6 +372,75 @@ def test_baseline_of_another_tie_order_is_refused(pytester):
     pytester.runpytest("--tie-oblivious", "input").assert_outcomes(passed=1)
 
 
+def device_test(run: str, device: str | None) -> str:
+    return DATA + f'''
+def test_model(tie_check):
+    tie_check.against_baseline("bf16", QRELS, {run}, "mrr@10", device={device!r})
+'''
+
+
+def test_baselines_keyed_by_device(pytester):
+    """One file per device, each kept; a device given by the call keys the file without the option."""
+    def run(run: str, device, *args):
+        pytester.makepyfile(test_model=device_test(run, device))
+        return pytester.runpytest(*args)
+
+    folder = pytester.path / "test_model"
+    run("RUN", "gpu a").assert_outcomes(failed=1)
+    [gpu_a] = folder.iterdir()
+    assert re.fullmatch(r"test_model_bf16-[0-9a-f]{12}\.gpu_a\.json", gpu_a.name)
+    assert json.loads(gpu_a.read_text())["device"] == "gpu a"
+    run("RUN", "gpu a").assert_outcomes(passed=1)
+    run(repr(MORE_TIES), "gpu b").assert_outcomes(failed=1)  # its own file, written
+    run(repr(MORE_TIES), "gpu b").assert_outcomes(passed=1)
+    run("RUN", "gpu a").assert_outcomes(passed=1)  # not overwritten by gpu b's
+    [gpu_b] = set(folder.iterdir()) - {gpu_a}
+    assert json.loads(gpu_b.read_text())["metrics"]["mrr@10"]["range"] == 0.5
+
+    gpu_b.write_bytes(gpu_a.read_bytes())  # a file copied to another device's name is refused
+    result = run(repr(MORE_TIES), "gpu b")
+    result.assert_outcomes(failed=1)
+    assert (f"tie baseline {gpu_b} is the baseline of check 'bf16' in 'test_model' on device 'gpu a', "
+            "not of check 'bf16' in 'test_model' on device 'gpu b'") in result.stdout.str()
+
+    from pytest_tieaware.baseline import device_label  # this machine's, as the plugin names it
+
+    here = device_label()
+    assert here.startswith(("cpu ", "cuda ")) and device_label("cpu").startswith("cpu ")
+    for args in (["--tie-baseline-key", "device"], ["-o", "tie_baseline_key=device"]):
+        for file in folder.iterdir():
+            file.unlink()
+        run("RUN", None, *args).assert_outcomes(failed=1)
+        [keyed] = folder.iterdir()
+        assert json.loads(keyed.read_text())["device"] == here
+        assert keyed.name.endswith("." + re.sub(r"[^A-Za-z0-9]+", "_", here).strip("_") + ".json")
+        run("RUN", None, *args).assert_outcomes(passed=1)
+    run("RUN", None).assert_outcomes(failed=1)  # not keyed: another file
+    result = run("RUN", None, "-o", "tie_baseline_key=cpu")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini option tie_baseline_key: expected one of none, device, got 'cpu'"])
+
+
+def test_device_labels(monkeypatch):
+    """CUDA devices by name (torch as already imported, here a stand-in), CPUs by architecture."""
+    import platform
+    from types import SimpleNamespace
+
+    from pytest_tieaware.baseline import device_label
+    from tieaware.errors import InputError
+
+    cuda = SimpleNamespace(is_available=lambda: True, current_device=lambda: 1, device_count=lambda: 2,
+                           get_device_name=lambda index: f"Fake GPU {index}")
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=cuda))
+    cpu = f"cpu {platform.machine() or 'unknown'}"
+    assert [device_label(device) for device in (None, "cuda", "cuda:0", "cuda:1", "cuda:2", "cpu", "cpu:0", "mps")] \
+        == ["cuda Fake GPU 1", "cuda Fake GPU 1", "cuda Fake GPU 0", "cuda Fake GPU 1", "cuda:2", cpu, "cpu:0", "mps"]
+    cuda.is_available = lambda: False
+    assert (device_label(), device_label("cuda:0")) == (cpu, "cuda:0")
+    with pytest.raises(InputError, match="device must name a device, got ' '"):
+        device_label(" ")
+
+
 COLLIDING_FILE = DATA + f'''
 import pytest
 

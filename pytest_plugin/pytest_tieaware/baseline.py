@@ -8,7 +8,9 @@ import hashlib
 import json
 import math
 import os
+import platform
 import re
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,7 +19,7 @@ import pytest
 
 from tieaware.errors import InputError
 
-SCHEMA_VERSION = 3  # 3: "test" and "name" stored; 2: "std" renamed "tie_std"; versions 1 and 2 are read too
+SCHEMA_VERSION = 3  # 3: "test", "name" and "device" stored; 2: "std" renamed "tie_std"; versions 1 and 2 are read too
 READABLE_VERSIONS = (1, 2, SCHEMA_VERSION)
 COMPARED_STATISTICS = ("expected", "range", "bias")  # in every version
 DEFAULT_TOLERANCE = 1e-6
@@ -34,17 +36,48 @@ def check_id(node: pytest.Item) -> str:
     return "::".join(part.name for part in chain[files[-1] + 1 if files else -1:])
 
 
-def baseline_path(node: pytest.Item, name: str) -> Path:
-    """The baseline file of check `name` in test `node`: a readable slug of both, then the first
-    HASH_LENGTH hex digits of sha256 over the exact node id within the module and the name, so checks
-    whose slugs coincide (classes, parametrize ids, punctuation) get different files."""
+def baseline_path(node: pytest.Item, name: str, device: str | None = None) -> Path:
+    """The baseline file of check `name` in test `node` (on `device`, when baselines are keyed by
+    device): a readable slug of them, then the first HASH_LENGTH hex digits of sha256 over the exact
+    node id within the module, the name and the device, so checks whose slugs coincide (classes,
+    parametrize ids, punctuation) get different files."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"against_baseline needs a non-empty name (it names the baseline file), got {name!r}")
     module = Path(node.path)
     test = check_id(node)
-    digest = hashlib.sha256(f"{test}\0{name}".encode("utf-8", "surrogatepass")).hexdigest()[:HASH_LENGTH]
-    slug = re.sub(r"[^A-Za-z0-9]+", "_", f"{test}_{name}").strip("_")[:SLUG_LENGTH]
-    return module.parent / module.stem / f"{slug}-{digest}.json"
+    key = f"{test}\0{name}" if device is None else f"{test}\0{name}\0{device}"
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_LENGTH]
+    slug = _slug(f"{test}_{name}")[:SLUG_LENGTH]
+    on = "" if device is None else "." + _slug(device)[:SLUG_LENGTH]
+    return module.parent / module.stem / f"{slug}-{digest}{on}.json"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
+
+
+def device_label(device=None) -> str:
+    """The device part of a baseline's key. ``None``: this machine's, the name of the current CUDA device
+    when torch (already imported: this never imports it) sees one, else ``cpu <architecture>``. A
+    ``torch.device`` or a string: ``cpu`` -> ``cpu <architecture>``; ``cuda[:N]`` -> ``cuda <device name>``
+    when torch sees that device; anything else as given (``"mps"``, ``"tpu v5e"``)."""
+    torch = sys.modules.get("torch")
+    cuda = torch is not None and torch.cuda.is_available()
+    if device is None:
+        return f"cuda {torch.cuda.get_device_name(torch.cuda.current_device())}" if cuda else _cpu()
+    text = str(device)
+    kind, _, index = text.partition(":")
+    if kind == "cpu" and not index:
+        return _cpu()
+    if kind == "cuda" and cuda and (not index or index.isdigit() and int(index) < torch.cuda.device_count()):
+        return f"cuda {torch.cuda.get_device_name(int(index) if index else torch.cuda.current_device())}"
+    if not text.strip():
+        raise InputError(f"device must name a device, got {device!r}")
+    return text
+
+
+def _cpu() -> str:
+    return f"cpu {platform.machine() or 'unknown'}"
 
 
 def legacy_baseline_path(node: pytest.Item, name: str) -> Path:
@@ -54,13 +87,15 @@ def legacy_baseline_path(node: pytest.Item, name: str) -> Path:
     return module.parent / module.stem / (re.sub(r"\W", "_", node.name) + "_" + re.sub(r"\W", "_", name) + ".json")
 
 
-def baseline_text(results, oblivious_order: str, dtype: str | None, test: str, name: str) -> str:
+def baseline_text(results, oblivious_order: str, dtype: str | None, test: str, name: str,
+                  device: str | None = None) -> str:
     """What a baseline file holds for these results: the check it belongs to (``test``: node id within
-    the module; ``name``) and the summary statistics of each metric."""
+    the module; ``name``; ``device`` when keyed by device, else null) and the summary statistics of each metric."""
     content = {
         "schema_version": SCHEMA_VERSION,
         "test": test,
         "name": name,
+        "device": device,
         "oblivious_order": oblivious_order,
         "dtype": dtype,
         "metrics": {name: {key: result.to_dict()[key] for key in STORED_STATISTICS}
@@ -77,8 +112,9 @@ class BaselineFileError(InputError):
         super().__init__(f"tie baseline {path} {problem}; fix or delete it, or rerun with --tie-update-baseline")
 
 
-def read_baseline(path: Path, test: str, name: str) -> dict:
-    """The content of the baseline file of check `name` in `test` (node id within the module), checked:
+def read_baseline(path: Path, test: str, name: str, device: str | None = None) -> dict:
+    """The content of the baseline file of check `name` in `test` (node id within the module) on
+    `device` (None: not keyed by device), checked:
     ``content["metrics"]`` maps each metric to its stored statistics.
 
     Raises:
@@ -101,10 +137,11 @@ def read_baseline(path: Path, test: str, name: str) -> dict:
     version = content.get("schema_version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise BaselineFileError(path, f"has schema_version {version!r}, expected one of {READABLE_VERSIONS}")
-    owner = (content.get("test", test), content.get("name", name))  # versions 1 and 2 do not say
-    if owner != (test, name):
-        raise BaselineFileError(path, f"is the baseline of check {owner[1]!r} in {owner[0]!r}, not of check "
-                                f"{name!r} in {test!r}")
+    owner = (content.get("test", test), content.get("name", name), content.get("device"))  # versions 1, 2: no keys
+    if owner != (test, name, device):
+        def check(test, name, device):
+            return f"check {name!r} in {test!r}" + ("" if device is None else f" on device {device!r}")
+        raise BaselineFileError(path, f"is the baseline of {check(*owner)}, not of {check(test, name, device)}")
     if not isinstance(content.get("oblivious_order"), str):
         raise BaselineFileError(path, f"has oblivious_order {content.get('oblivious_order')!r}, not a tie order name")
     metrics = content.get("metrics")

@@ -13,6 +13,7 @@ from .baseline import (
     baseline_path,
     baseline_text,
     check_id,
+    device_label,
     legacy_baseline_path,
     read_baseline,
     tolerances,
@@ -32,10 +33,11 @@ class TieCheck:
     (``--tie-max-range`` ...), else the ini file (``tie_max_range`` ...).
     """
 
-    def __init__(self, node: pytest.Item, defaults: dict, update_baseline: bool):
+    def __init__(self, node: pytest.Item, defaults: dict, update_baseline: bool, baseline_key: str = "none"):
         self._node = node
         self._defaults = defaults
         self._update_baseline = update_baseline
+        self._key_by_device = baseline_key == "device"
 
     def assert_stable(self, qrels, run, metrics=None, *, max_range=None, max_abs_bias=None, max_std=None,
                       oblivious: str | None = None, relevance_level: float = 1, make_comparable: bool = False,
@@ -57,9 +59,13 @@ class TieCheck:
 
     def against_baseline(self, name: str, qrels, run, metrics=None, *, tolerance=DEFAULT_TOLERANCE,
                          oblivious: str | None = None, relevance_level: float = 1, make_comparable: bool = False,
-                         dtype=None):
+                         dtype=None, device=None):
         """Compare with the stored baseline ``<module stem>/<test>_<name>-<hash>.json`` next to the test
         file (the hash is of this test's node id and ``name``: one file per check).
+
+        Keyed by device (``<...>-<hash>.<device>.json``, one file per device) when ``device`` is given
+        (a string or ``torch.device``: where the run was scored) or ``--tie-baseline-key device`` is set
+        (then the device not given is this machine's: its CUDA device's name, else ``cpu <architecture>``).
 
         No file yet: write it and fail saying so (or, when a file of the name older versions gave the
         check exists, fail naming it without writing). Later runs fail on regressions only: a metric's
@@ -76,15 +82,16 @@ class TieCheck:
         settings = resolve({"metrics": metrics, "oblivious": oblivious}, self._node, self._defaults)
         names = self._metric_names(settings)
         order = settings.get("oblivious", "trec_eval")
-        path = baseline_path(self._node, name)
+        device = device_label(device) if device is not None or self._key_by_device else None
+        path = baseline_path(self._node, name, device)
         shown_path = os.path.relpath(path, self._node.config.rootpath)
         one_name = not isinstance(names, (list, tuple))  # a string or an ir_measures measure
         results = evaluate(qrels, run, [names] if one_name else names, oblivious=order,
                            relevance_level=relevance_level, make_comparable=make_comparable)
-        text = baseline_text(results, order, _dtype_label(dtype), check_id(self._node), name)
+        text = baseline_text(results, order, _dtype_label(dtype), check_id(self._node), name, device)
 
         legacy = legacy_baseline_path(self._node, name)
-        if not path.is_file() and not self._update_baseline and legacy.is_file():
+        if device is None and not path.is_file() and not self._update_baseline and legacy.is_file():
             pytest.fail(f"tie baseline not found:\n- {path}\n{legacy} has the name older versions of tieaware gave "
                         f"this check, which other checks can share, so it is not read. Rename it to {path.name} "
                         "if it belongs to this check, or rerun with --tie-update-baseline to write the new file "
@@ -101,7 +108,7 @@ class TieCheck:
                              [f"baseline {action}"], dtype, shown_path)
             pytest.fail(f"{banner}\n- {path}\nRun the test again to compare against it.", pytrace=False)
 
-        content = read_baseline(path, check_id(self._node), name)
+        content = read_baseline(path, check_id(self._node), name, device)
         if content["oblivious_order"] != order:
             pytest.fail(f"tie baseline {path} was stored with oblivious order {content['oblivious_order']!r}; "
                         f"this check uses {order!r}, so biases differ by definition: rerun with "

@@ -16,12 +16,13 @@ import pytest
 
 from .baseline import write_atomically
 from .checker import USER_PROPERTY, TieCheck, record_limit_checks
-from .settings import OPTIONS, PARSERS, marker_problem, session_defaults
+from .settings import BASELINE_KEYS, OPTIONS, PARSERS, baseline_key, marker_problem, session_defaults
 from .summary import improvement_lines, json_report, summary_table
 
 MARKER_HELP = ("tie_stability(max_range=None, max_abs_bias=None, max_std=None, metrics=None, oblivious=None): "
                "limits, metrics and tie order of this test's tie_check checks (overrides --tie-* options and ini keys)")
 DEFAULTS_KEY = pytest.StashKey[dict]()
+BASELINE_KEY = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,6 +37,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--tie-update-baseline", action="store_true", default=False,
                     help="rewrite tie_check.against_baseline files that differ "
                     "(like pytest-regressions' --force-regen)")
+    group.addoption("--tie-baseline-key", choices=BASELINE_KEYS, default=None,
+                    help="device: one baseline file per device (this machine's CUDA device name, else "
+                    "'cpu <architecture>'; a check's device= argument names its own); none: one file "
+                    "(default; ini: tie_baseline_key)")
+    parser.addini("tie_baseline_key", "none or device: key tie baselines by device", type="string", default="none")
     group.addoption("--tie-json", metavar="PATH", default=None,
                     help="write every tie check's row and the environment to PATH as JSON")
     group.addoption("--tie-disable", action="store_true", default=False,
@@ -47,6 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("tie_disable"):
         return
     config.stash[DEFAULTS_KEY] = session_defaults(config)
+    config.stash[BASELINE_KEY] = baseline_key(config)
     config.pluginmanager.register(TieCheckRecorder(), "tieaware-tie-check-recorder")
     if not hasattr(config, "workerinput"):  # pytest-xdist workers send their rows to the controller
         config.pluginmanager.register(TieStabilityReport(config), "tieaware-tie-stability-report")
@@ -79,7 +86,8 @@ def tie_check(request: pytest.FixtureRequest) -> TieCheck:
     config = request.config
     if config.getoption("tie_disable"):
         pytest.skip("tieaware tie checks are disabled (--tie-disable)")
-    return TieCheck(request.node, config.stash[DEFAULTS_KEY], config.getoption("tie_update_baseline"))
+    return TieCheck(request.node, config.stash[DEFAULTS_KEY], config.getoption("tie_update_baseline"),
+                    config.stash[BASELINE_KEY])
 
 
 class TieCheckRecorder:

@@ -10,6 +10,7 @@ import pytest
 #: Tie orders `tieaware.evaluate` knows (kept equal to tieaware.ranked_lists.OBLIVIOUS_ORDERS by a test).
 OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures")
 LIMIT_KEYS = ("max_range", "max_abs_bias", "max_std")
+BASELINE_KEYS = ("none", "device")
 MARKER_KEYS = LIMIT_KEYS + ("metrics", "oblivious")
 #: setting -> (command-line flag, ini key, help)
 OPTIONS = {
@@ -80,6 +81,14 @@ def session_defaults(config: pytest.Config) -> dict:
         if value is not None:
             defaults[key] = value
     return defaults
+
+
+def baseline_key(config: pytest.Config) -> str:
+    """How baseline files are keyed: ``--tie-baseline-key``, else the ``tie_baseline_key`` ini key."""
+    key = config.getoption("tie_baseline_key") or config.getini("tie_baseline_key").strip() or "none"
+    if key not in BASELINE_KEYS:
+        raise pytest.UsageError(f"ini option tie_baseline_key: expected one of {', '.join(BASELINE_KEYS)}, got {key!r}")
+    return key
 
 
 def marker_settings(node: pytest.Item) -> dict:
