@@ -132,7 +132,7 @@ def recorded_rows(reprec, test: str) -> list[dict]:
     """The rows one test's checks put in its user_properties (its teardown report holds them all)."""
     report = next(r for r in reprec.getreports("pytest_runtest_logreport")
                   if r.nodeid.endswith("::" + test) and r.when == "teardown")
-    return [value for name, value in report.user_properties if name == "tie_stability"]
+    return [json.loads(value) for name, value in report.user_properties if name == "tie_stability"]
 
 
 SETTINGS_FILE = DATA + '''
@@ -723,6 +723,32 @@ def test_terminal_summary_and_json_report(pytester):
     assert wide["passed"] is False and wide["violations"] == ["range 0.25 > 0.2"]
     assert wide["limits"] == {"max_range": 0.2} and wide["check"] == "limits" and wide["dtype"] is None
     assert (wide["expected"], wide["range"], wide["bias"], wide["n_queries_with_ties"]) == (0.625, 0.25, -0.125, 1)
+
+
+def test_junit_xml_properties_are_json_rows(pytester):
+    import xml.etree.ElementTree as ElementTree
+
+    pytester.makepyfile(test_summary=SUMMARY_FILE)
+    pytester.runpytest("--junitxml", "junit.xml").assert_outcomes(passed=6, failed=1)
+    rows = {}
+    for case in ElementTree.parse(pytester.path / "junit.xml").iter("testcase"):
+        for prop in case.iter("property"):
+            assert prop.get("name") == "tie_stability"
+            row = json.loads(prop.get("value"))
+            assert set(row) == ROW_KEYS
+            rows.setdefault(case.get("name"), []).append(row)
+    assert sorted(rows) == ["test_many[0]", "test_many[1]", "test_many[2]", "test_many[3]", "test_ok", "test_wide"]
+    [wide] = rows["test_wide"]
+    assert (wide["metric"], wide["passed"], wide["violations"], wide["limits"]) == (
+        "mrr@10", False, ["range 0.25 > 0.2"], {"max_range": 0.2})
+
+
+def test_rows_are_strict_json():
+    from pytest_tieaware.summary import strict_json
+
+    row = {"bias": float("nan"), "limits": {"max_range": float("inf")}, "values": [float("-inf"), 1.5], "n": 2}
+    assert json.loads(strict_json(row)) == {"bias": None, "limits": {"max_range": None}, "values": [None, 1.5],
+                                            "n": 2}
 
 
 def test_no_section_without_checks(pytester):

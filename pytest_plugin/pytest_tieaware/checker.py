@@ -20,9 +20,10 @@ from .baseline import (
     write_atomically,
 )
 from .settings import resolve
-from .summary import text_table
+from .summary import strict_json, text_table
 
-#: Key of the rows this fixture appends to ``item.user_properties`` (how they cross pytest-xdist).
+#: Key of the rows this fixture appends to ``item.user_properties`` as JSON text (how they cross
+#: pytest-xdist, and what ``--junitxml`` writes as the property's value).
 USER_PROPERTY = "tie_stability"
 
 
@@ -146,8 +147,8 @@ class TieCheck:
     def _record(self, check: str, result, limits: dict, limit: str, violations: list[str], dtype,
                 baseline: str | None = None, improvements: list[str] = ()) -> None:
         self._node.user_properties.append(
-            (USER_PROPERTY, check_row(self._node.nodeid, check, result, limits, limit, violations,
-                                      _dtype_label(dtype), baseline, improvements)))
+            (USER_PROPERTY, strict_json(check_row(self._node.nodeid, check, result, limits, limit, violations,
+                                                  _dtype_label(dtype), baseline, improvements))))
 
 
 def check_row(test: str, check: str, result, limits: dict, limit: str, violations: list[str], dtype: str | None,
@@ -163,8 +164,9 @@ def record_limit_checks(item: pytest.Item, stability) -> None:
     """Append one row per metric of a `tieaware.testing.TieStability` to the test's user_properties."""
     for name, result in stability.results.items():
         item.user_properties.append(
-            (USER_PROPERTY, check_row(item.nodeid, "limits", result, stability.limits[name],
-                                      stability.limit_text(name), stability.violations[name], stability.dtype)))
+            (USER_PROPERTY, strict_json(check_row(item.nodeid, "limits", result, stability.limits[name],
+                                                  stability.limit_text(name), stability.violations[name],
+                                                  stability.dtype))))
 
 
 def _dtype_label(dtype) -> str | None:

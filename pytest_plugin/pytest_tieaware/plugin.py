@@ -3,8 +3,9 @@ a "tie stability" terminal summary and a ``--tie-json`` report.
 
 Every `tieaware.testing.assert_tie_stable` / `check_tie_stability` call a test makes is recorded,
 through the fixture or not. Loading this module imports neither tieaware's kernels (numba) nor
-torch; the first check does. Check rows travel in ``report.user_properties`` and are collected where
-reports arrive, so the summary and the JSON report are complete under pytest-xdist.
+torch; the first check does. Check rows travel in ``report.user_properties`` as JSON text (so
+``--junitxml`` shows them as JSON) and are collected where reports arrive, so the summary and the
+JSON report are complete under pytest-xdist.
 ``--tie-disable`` (or ``-p no:tieaware``) switches the plugin off.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from .baseline import write_atomically
 from .checker import USER_PROPERTY, TieCheck, record_limit_checks
 from .settings import BASELINE_KEYS, OPTIONS, PARSERS, baseline_key, marker_problem, session_defaults
-from .summary import improvement_lines, json_report, summary_table
+from .summary import improvement_lines, json_report, strict_json, summary_table
 
 MARKER_HELP = ("tie_stability(max_range=None, max_abs_bias=None, max_std=None, metrics=None, oblivious=None): "
                "limits, metrics and tie order of this test's tie_check checks (overrides --tie-* options and ini keys)")
@@ -112,11 +113,11 @@ class TieStabilityReport:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # user_properties accumulate over setup, call and teardown: the teardown report holds them all once.
         if report.when == "teardown":
-            self.rows.extend(value for name, value in report.user_properties if name == USER_PROPERTY)
+            self.rows.extend(json.loads(value) for name, value in report.user_properties if name == USER_PROPERTY)
 
     def pytest_sessionfinish(self) -> None:
         if self.json_path is not None:
-            write_atomically(self.json_path, json.dumps(json_report(self.rows), indent=2) + "\n")
+            write_atomically(self.json_path, strict_json(json_report(self.rows), indent=2) + "\n")
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.rows:

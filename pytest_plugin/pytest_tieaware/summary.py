@@ -1,6 +1,8 @@
 """The session's check rows as a terminal section and as a JSON report. Pure Python."""
 from __future__ import annotations
 
+import json
+import math
 import platform
 from datetime import datetime, timezone
 from importlib import metadata
@@ -9,6 +11,19 @@ SCHEMA = "tieaware-pytest"
 SCHEMA_VERSION = 3  # 3: rows carry "improvements", baseline limits a tolerance per statistic; 2: "tie_std"
 PACKAGES = ("tieaware", "ranx", "numba", "numpy", "pytest", "torch")
 SUMMARY_COLUMNS = ("test", "metric", "expected", "range", "bias", "limit", "result")
+
+
+def strict_json(value, **options) -> str:
+    """`value` as strict JSON (RFC 8259 has no NaN or Infinity): non-finite floats become null."""
+    def finite(item):
+        if isinstance(item, float) and not math.isfinite(item):
+            return None
+        if isinstance(item, dict):
+            return {key: finite(inner) for key, inner in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [finite(inner) for inner in item]
+        return item
+    return json.dumps(finite(value), allow_nan=False, **options)
 
 
 def text_table(headers, rows) -> str:
