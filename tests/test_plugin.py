@@ -367,9 +367,38 @@ def test_baseline_of_another_tie_order_is_refused(pytester):
     pytester.runpytest().assert_outcomes(failed=1)
     result = pytester.runpytest("--tie-oblivious", "input")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*was stored with oblivious order 'trec_eval'; this check uses 'input', *"])
+    result.stdout.fnmatch_lines(["*was stored with oblivious_order 'trec_eval'; this check uses 'input', *"])
     pytester.runpytest("--tie-oblivious", "input", "--tie-update-baseline").assert_outcomes(failed=1)
     pytester.runpytest("--tie-oblivious", "input").assert_outcomes(passed=1)
+
+
+def test_baseline_of_another_relevance_level_is_refused(pytester, monkeypatch):
+    pytester.makepyfile(test_model=DATA + '''
+import os
+
+def test_model(tie_check):
+    level = int(os.environ.get("LEVEL", "1"))
+    tie_check.against_baseline("bf16", QRELS, RUN, "ndcg@10", relevance_level=level)
+''')
+    pytester.runpytest().assert_outcomes(failed=1)
+    pytester.runpytest().assert_outcomes(passed=1)
+    [baseline] = (pytester.path / "test_model").iterdir()
+    assert json.loads(baseline.read_text())["relevance_level"] == 1
+    monkeypatch.setenv("LEVEL", "2")  # at level 2 only q1's d3 is relevant: other numbers
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*was stored with relevance_level 1; this check uses 2, *"])
+    pytester.runpytest("--tie-update-baseline").assert_outcomes(failed=1)
+    pytester.runpytest().assert_outcomes(passed=1)
+    content = json.loads(baseline.read_text())
+    del content["relevance_level"]  # as versions 1 and 2 wrote it: no level to compare
+    baseline.write_text(json.dumps(content))
+    pytester.runpytest().assert_outcomes(passed=1)
+    for bad in ("2", True, None):
+        baseline.write_text(json.dumps(dict(content, relevance_level=bad)))
+        result = pytester.runpytest()
+        result.assert_outcomes(failed=1)
+        assert f"has relevance_level {bad!r}, not a finite number" in result.stdout.str()
 
 
 def device_test(run: str, device: str | None) -> str:
@@ -568,8 +597,10 @@ def baseline_contents():
     metric = st.dictionaries(statistic, scalars, max_size=4) | anything
     near = st.fixed_dictionaries(
         {"schema_version": st.sampled_from([1, 2, 3, "3", True, None, 4.0]),
+         "oblivious_order": st.just("trec_eval") | scalars,
          "metrics": st.dictionaries(st.sampled_from(["mrr@10", "ndcg@10"]), metric, max_size=2) | anything},
-        optional={"test": st.sampled_from(["test_x", "TestA::test_x"]), "name": st.sampled_from(["n", "m"])})
+        optional={"test": st.sampled_from(["test_x", "TestA::test_x"]), "name": st.sampled_from(["n", "m"]),
+                  "relevance_level": scalars})
     as_json = (anything | near).map(lambda value: json.dumps(value).encode())
     return st.binary(max_size=64) | as_json | as_json.map(lambda data: data[:len(data) // 2])
 
@@ -589,11 +620,13 @@ def test_any_baseline_file_is_read_or_refused_with_its_name(tmp_path):
     def read(data):
         path.write_bytes(data)
         try:
-            metrics = read_baseline(path, "test_x", "n")
+            content = read_baseline(path, "test_x", "n")
         except BaselineFileError as error:
             assert str(error).startswith(f"tie baseline {path} ")
             return
-        for stored in metrics.values():
+        assert isinstance(content["oblivious_order"], str)
+        assert math.isfinite(content.get("relevance_level", 1)) and not isinstance(content.get("relevance_level"), bool)
+        for stored in content["metrics"].values():
             assert all(math.isfinite(stored[key]) and not isinstance(stored[key], bool)
                        for key in COMPARED_STATISTICS)
 

@@ -19,7 +19,8 @@ import pytest
 
 from tieaware.errors import InputError
 
-SCHEMA_VERSION = 3  # 3: "test", "name" and "device" stored; 2: "std" renamed "tie_std"; versions 1 and 2 are read too
+#: 3: "test", "name", "device" and "relevance_level" stored; 2: "std" renamed "tie_std". 1 and 2 are read too.
+SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, SCHEMA_VERSION)
 COMPARED_STATISTICS = ("expected", "range", "bias")  # in every version
 DEFAULT_TOLERANCE = 1e-6
@@ -42,7 +43,7 @@ def baseline_path(node: pytest.Item, name: str, device: str | None = None) -> Pa
     node id within the module, the name and the device, so checks whose slugs coincide (classes,
     parametrize ids, punctuation) get different files."""
     if not isinstance(name, str) or not name:
-        raise ValueError(f"against_baseline needs a non-empty name (it names the baseline file), got {name!r}")
+        raise InputError(f"against_baseline needs a non-empty name (it names the baseline file), got {name!r}")
     module = Path(node.path)
     test = check_id(node)
     key = f"{test}\0{name}" if device is None else f"{test}\0{name}\0{device}"
@@ -87,16 +88,18 @@ def legacy_baseline_path(node: pytest.Item, name: str) -> Path:
     return module.parent / module.stem / (re.sub(r"\W", "_", node.name) + "_" + re.sub(r"\W", "_", name) + ".json")
 
 
-def baseline_text(results, oblivious_order: str, dtype: str | None, test: str, name: str,
-                  device: str | None = None) -> str:
+def baseline_text(results, oblivious_order: str, relevance_level: float, dtype: str | None, test: str,
+                  name: str, device: str | None = None) -> str:
     """What a baseline file holds for these results: the check it belongs to (``test``: node id within
-    the module; ``name``; ``device`` when keyed by device, else null) and the summary statistics of each metric."""
+    the module; ``name``; ``device`` when keyed by device, else null), what defines the numbers (tie
+    order, relevance level) and the summary statistics of each metric."""
     content = {
         "schema_version": SCHEMA_VERSION,
         "test": test,
         "name": name,
         "device": device,
         "oblivious_order": oblivious_order,
+        "relevance_level": relevance_level,
         "dtype": dtype,
         "metrics": {name: {key: result.to_dict()[key] for key in STORED_STATISTICS}
                     for name, result in results.items()},
@@ -144,6 +147,9 @@ def read_baseline(path: Path, test: str, name: str, device: str | None = None) -
         raise BaselineFileError(path, f"is the baseline of {check(*owner)}, not of {check(test, name, device)}")
     if not isinstance(content.get("oblivious_order"), str):
         raise BaselineFileError(path, f"has oblivious_order {content.get('oblivious_order')!r}, not a tie order name")
+    level = content.get("relevance_level", 1)  # versions 1 and 2 do not store it
+    if not _finite(level):
+        raise BaselineFileError(path, f"has relevance_level {level!r}, not a finite number")
     metrics = content.get("metrics")
     if not isinstance(metrics, dict):
         raise BaselineFileError(path, f"has no \"metrics\" object (got {metrics!r:.60})")
@@ -152,10 +158,14 @@ def read_baseline(path: Path, test: str, name: str, device: str | None = None) -
             raise BaselineFileError(path, f"metric {metric!r}: expected an object of statistics, got {stored!r:.60}")
         for key in COMPARED_STATISTICS:
             value = stored.get(key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            if not _finite(value):
                 found = "missing" if key not in stored else f"{value!r:.60}, not a finite number"
                 raise BaselineFileError(path, f"metric {metric!r}: {key!r} is {found}")
     return content
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -72,7 +72,8 @@ class TieCheck:
         check exists, fail naming it without writing). Later runs fail on regressions only: a metric's
         range or |bias| grown, or its expected value dropped, by more than ``tolerance`` (a number, or
         ``{"expected": ..., "range": ..., "bias": ...}``, unset ones 1e-6); changes the other way are
-        reported as improvements in the summary. A file stored under another tie order fails.
+        reported as improvements in the summary. A file stored under another tie order or relevance
+        level fails.
         With ``--tie-update-baseline`` a file that differs is rewritten and the test fails saying so.
         """
         __tracebackhide__ = True
@@ -89,7 +90,8 @@ class TieCheck:
         one_name = not isinstance(names, (list, tuple))  # a string or an ir_measures measure
         results = evaluate(qrels, run, [names] if one_name else names, oblivious=order,
                            relevance_level=relevance_level, make_comparable=make_comparable)
-        text = baseline_text(results, order, _dtype_label(dtype), check_id(self._node), name, device)
+        text = baseline_text(results, order, relevance_level, _dtype_label(dtype), check_id(self._node), name,
+                             device)
 
         legacy = legacy_baseline_path(self._node, name)
         if device is None and not path.is_file() and not self._update_baseline and legacy.is_file():
@@ -110,10 +112,11 @@ class TieCheck:
             pytest.fail(f"{banner}\n- {path}\nRun the test again to compare against it.", pytrace=False)
 
         content = read_baseline(path, check_id(self._node), name, device)
-        if content["oblivious_order"] != order:
-            pytest.fail(f"tie baseline {path} was stored with oblivious order {content['oblivious_order']!r}; "
-                        f"this check uses {order!r}, so biases differ by definition: rerun with "
-                        "--tie-update-baseline to store this order", pytrace=False)
+        for key, now in (("oblivious_order", order), ("relevance_level", relevance_level)):
+            if content.get(key, now) != now:  # versions 1 and 2 store no relevance_level
+                pytest.fail(f"tie baseline {path} was stored with {key} {content[key]!r}; this check uses {now!r}, "
+                            "so its numbers mean something else: rerun with --tie-update-baseline to store "
+                            "this check's", pytrace=False)
         stored = content["metrics"]
         violations = {}
         for metric, result in results.items():
