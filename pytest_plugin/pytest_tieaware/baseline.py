@@ -1,6 +1,7 @@
 """Baseline files of ``tie_check.against_baseline``, in a folder named after the test module, as
-pytest-regressions lays out its data: ``<test module dir>/<test module stem>/<slug>-<hash>.json``,
-where the hash is of the test's node id within the module and the check's name, exactly."""
+pytest-regressions lays out its data: ``<test module dir>/<test module stem>/<slug>-<hash>[.<device>].json``,
+where the hash is of the test's node id within the module, the check's name and (when keyed by device)
+the device, exactly."""
 from __future__ import annotations
 
 import contextlib
