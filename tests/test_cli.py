@@ -136,6 +136,33 @@ def test_fail_range_above(capsys):
     assert main(args + ["0.02"]) == 0
 
 
+def test_fail_bias_above(capsys, tmp_path):
+    args = ["eval", str(QRELS), str(FP32), str(BF16), "-m", "ndcg@10", "-o", "json", "--fail-bias-above"]
+    assert main(args + ["0.001"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{BF16_NAME} ndcg@10: |bias| 0.00122" in err[0] and err[0].endswith("> 0.001")
+    assert main(args + ["0.002"]) == 0
+    # with -q the means are checked, as --fail-range-above checks them (bf16 has queries with |bias| 0.06)
+    assert main(args + ["0.002", "-q"]) == 0
+    assert main(args + ["0.001", "-q"]) == 1
+    capsys.readouterr()
+    # |bias|: trec_eval's order puts d2 before the relevant d1, so RR 0.5 against E 0.75 (bias -0.25)
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 d1 1\n")
+    run.write_text("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.5 t\n")
+    assert main(["eval", str(qrels), str(run), "-m", "recip_rank", "--fail-bias-above", "0.2"]) == 1
+    assert "recip_rank: |bias| 0.25 > 0.2" in capsys.readouterr().err
+    assert main(["eval", str(qrels), str(run), "-m", "recip_rank", "--fail-bias-above", "0.25"]) == 0
+    both = main(["eval", str(QRELS), str(BF16), "-m", "ndcg@10", "--fail-range-above", "0.005",
+                 "--fail-bias-above", "0.001"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert both == 1
+    assert [line.split(": ")[-1] for line in err] == ["range 0.010888 > 0.005", "|bias| 0.00122027 > 0.001"]
+    for bad in ("-1", "nan"):
+        assert main(["eval", str(qrels), str(run), "-m", "recip_rank", "--fail-bias-above", bad]) == 2
+        assert f"argument --fail-bias-above: must be a finite number >= 0, got {bad}" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("args, message", [
     (["-m", "ndcg@ten"], "cutoff 'ten' is not an integer"),
     (["-m", "foo@10"], "Supported: ranx: hits[@k]"),

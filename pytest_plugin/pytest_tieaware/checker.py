@@ -2,16 +2,28 @@
 not when this module loads."""
 from __future__ import annotations
 
-import math
 import os
 
 import pytest
 
-from .baseline import baseline_path, baseline_text, baseline_violations, read_baseline
+from .baseline import (
+    DEFAULT_TOLERANCE,
+    BaselineFileError,
+    baseline_changes,
+    baseline_path,
+    baseline_text,
+    check_id,
+    device_label,
+    legacy_baseline_path,
+    read_baseline,
+    tolerances,
+    write_atomically,
+)
 from .settings import resolve
-from .summary import text_table
+from .summary import strict_json, text_table
 
-#: Key of the rows this fixture appends to ``item.user_properties`` (how they cross pytest-xdist).
+#: Key of the rows this fixture appends to ``item.user_properties`` as JSON text (how they cross
+#: pytest-xdist, and what ``--junitxml`` writes as the property's value).
 USER_PROPERTY = "tie_stability"
 
 
@@ -22,10 +34,11 @@ class TieCheck:
     (``--tie-max-range`` ...), else the ini file (``tie_max_range`` ...).
     """
 
-    def __init__(self, node: pytest.Item, defaults: dict, update_baseline: bool):
+    def __init__(self, node: pytest.Item, defaults: dict, update_baseline: bool, baseline_key: str = "none"):
         self._node = node
         self._defaults = defaults
         self._update_baseline = update_baseline
+        self._key_by_device = baseline_key == "device"
 
     def assert_stable(self, qrels, run, metrics=None, *, max_range=None, max_abs_bias=None, max_std=None,
                       oblivious: str | None = None, relevance_level: float = 1, make_comparable: bool = False,
@@ -45,59 +58,85 @@ class TieCheck:
             oblivious=settings.get("oblivious", "trec_eval"), relevance_level=relevance_level,
             make_comparable=make_comparable, dtype=dtype)
 
-    def against_baseline(self, name: str, qrels, run, metrics=None, *, tolerance: float = 1e-6,
+    def against_baseline(self, name: str, qrels, run, metrics=None, *, tolerance=DEFAULT_TOLERANCE,
                          oblivious: str | None = None, relevance_level: float = 1, make_comparable: bool = False,
-                         dtype=None):
-        """Compare with the stored baseline ``<module stem>/<test>_<name>.json`` next to the test file.
+                         dtype=None, device=None):
+        """Compare with the stored baseline ``<module stem>/<test>_<name>-<hash>.json`` next to the test
+        file (the hash is of this test's node id and ``name``: one file per check).
 
-        No file yet: write it and fail saying so. Later runs fail when a metric's range grows past
-        the stored one + ``tolerance`` or its expected value moves by more than ``tolerance``.
+        Keyed by device (``<...>-<hash>.<device>.json``, one file per device) when ``device`` is given
+        (a string or ``torch.device``: where the run was scored) or ``--tie-baseline-key device`` is set
+        (then the device not given is this machine's: its CUDA device's name, else ``cpu <architecture>``).
+
+        No file yet: write it and fail saying so (or, when a file of the name older versions gave the
+        check exists, fail naming it without writing). Later runs fail on regressions only: a metric's
+        range or |bias| grown, or its expected value dropped, by more than ``tolerance`` (a number, or
+        ``{"expected": ..., "range": ..., "bias": ...}``, unset ones 1e-6); changes the other way are
+        reported as improvements in the summary. A file stored under another tie order or relevance
+        level fails.
         With ``--tie-update-baseline`` a file that differs is rewritten and the test fails saying so.
         """
         __tracebackhide__ = True
         from tieaware import evaluate
         from tieaware.testing import TieInstabilityError
 
-        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) \
-                or math.isnan(tolerance) or tolerance < 0:
-            from tieaware.errors import InputError
-
-            raise InputError(f"tolerance must be a number >= 0, got {tolerance!r}")
+        tolerance = tolerances(tolerance)
         settings = resolve({"metrics": metrics, "oblivious": oblivious}, self._node, self._defaults)
         names = self._metric_names(settings)
         order = settings.get("oblivious", "trec_eval")
-        path = baseline_path(self._node, name)
+        device = device_label(device) if device is not None or self._key_by_device else None
+        path = baseline_path(self._node, name, device)
         shown_path = os.path.relpath(path, self._node.config.rootpath)
-        results = evaluate(qrels, run, [names] if isinstance(names, str) else names, oblivious=order,
+        one_name = not isinstance(names, (list, tuple))  # a string or an ir_measures measure
+        results = evaluate(qrels, run, [names] if one_name else names, oblivious=order,
                            relevance_level=relevance_level, make_comparable=make_comparable)
-        text = baseline_text(results, order, _dtype_label(dtype))
+        text = baseline_text(results, order, relevance_level, _dtype_label(dtype), check_id(self._node), name,
+                             device)
 
-        if not path.is_file() or (self._update_baseline and path.read_text(encoding="utf-8") != text):
+        legacy = legacy_baseline_path(self._node, name)
+        if device is None and not path.is_file() and not self._update_baseline and legacy.is_file():
+            pytest.fail(f"tie baseline not found:\n- {path}\n{legacy} has the name older versions of tieaware gave "
+                        f"this check, which other checks can share, so it is not read. Rename it to {path.name} "
+                        "if it belongs to this check, or rerun with --tie-update-baseline to write the new file "
+                        "from this run (then delete the old one).", pytrace=False)
+        if path.exists() and not path.is_file():
+            raise BaselineFileError(path, "is not a regular file")
+        if not path.is_file() or (self._update_baseline and path.read_bytes() != text.encode("utf-8")):
             action = "rewritten" if path.is_file() else "written"
             banner = {"rewritten": "tie baseline differs and --tie-update-baseline is set, rewritten:",
                       "written": "tie baseline not found in data directory, written:"}[action]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            write_atomically(path, text)
             for result in results.values():
-                self._record("baseline", result, {"tolerance": float(tolerance)}, f"baseline {action}",
+                self._record("baseline", result, {"tolerance": tolerance}, f"baseline {action}",
                              [f"baseline {action}"], dtype, shown_path)
             pytest.fail(f"{banner}\n- {path}\nRun the test again to compare against it.", pytrace=False)
 
-        stored = read_baseline(path)
+        content = read_baseline(path, check_id(self._node), name, device)
+        for key, now in (("oblivious_order", order), ("relevance_level", relevance_level)):
+            if content.get(key, now) != now:  # versions 1 and 2 store no relevance_level
+                pytest.fail(f"tie baseline {path} was stored with {key} {content[key]!r}; this check uses {now!r}, "
+                            "so its numbers mean something else: rerun with --tie-update-baseline to store "
+                            "this check's", pytrace=False)
+        stored = content["metrics"]
         violations = {}
         for metric, result in results.items():
-            violations[metric] = baseline_violations(result, stored.get(metric), tolerance)
-            limits = {"tolerance": float(tolerance)}
+            violations[metric], improvements = baseline_changes(result, stored.get(metric), tolerance)
+            limits = {"tolerance": tolerance}
             limit = "no baseline"
             if metric in stored:
-                limits.update(baseline_range=stored[metric]["range"], baseline_expected=stored[metric]["expected"])
-                limit = (f"range<={stored[metric]['range']:.4f}, E={stored[metric]['expected']:.4f}"
-                         f" (tol {tolerance:g})")
-            self._record("baseline", result, limits, limit, violations[metric], dtype, shown_path)
+                base = stored[metric]
+                limits.update(baseline_range=base["range"], baseline_bias=base["bias"],
+                              baseline_expected=base["expected"])
+                limit = (f"range<={base['range'] + tolerance['range']:.4f}, "
+                         f"|bias|<={abs(base['bias']) + tolerance['bias']:.4f}, "
+                         f"E>={base['expected'] - tolerance['expected']:.4f}")
+            self._record("baseline", result, limits, limit, violations[metric], dtype, shown_path, improvements)
         if any(violations.values()):
             raise TieInstabilityError(_baseline_message(path, tolerance, results, stored, violations),
                                       results, violations)
-        return results[names] if isinstance(names, str) else results
+        # as evaluate returns: one MetricResult for one name that stays one metric (results are keyed
+        # by the names evaluate gives, P.5,10 -> P.5, P.10; nDCG@10 the object -> "nDCG@10")
+        return next(iter(results.values())) if one_name and len(results) == 1 else results
 
     def _metric_names(self, settings: dict):
         names = settings.get("metrics")
@@ -109,25 +148,28 @@ class TieCheck:
         return names
 
     def _record(self, check: str, result, limits: dict, limit: str, violations: list[str], dtype,
-                baseline: str | None = None) -> None:
+                baseline: str | None = None, improvements: list[str] = ()) -> None:
         self._node.user_properties.append(
-            (USER_PROPERTY, check_row(self._node.nodeid, check, result, limits, limit, violations,
-                                      _dtype_label(dtype), baseline)))
+            (USER_PROPERTY, strict_json(check_row(self._node.nodeid, check, result, limits, limit, violations,
+                                                  _dtype_label(dtype), baseline, improvements))))
 
 
 def check_row(test: str, check: str, result, limits: dict, limit: str, violations: list[str], dtype: str | None,
-              baseline: str | None = None) -> dict:
-    """One report row: the test's node id, the metric's statistics, its limits and pass/fail."""
+              baseline: str | None = None, improvements: list[str] = ()) -> dict:
+    """One report row: the test's node id, the metric's statistics, its limits, pass/fail and, for a
+    baseline check, what improved on the baseline."""
     return {"test": test, "check": check, **result.to_dict(), "limits": limits, "limit": limit,
-            "passed": not violations, "violations": list(violations), "dtype": dtype, "baseline": baseline}
+            "passed": not violations, "violations": list(violations), "improvements": list(improvements),
+            "dtype": dtype, "baseline": baseline}
 
 
 def record_limit_checks(item: pytest.Item, stability) -> None:
     """Append one row per metric of a `tieaware.testing.TieStability` to the test's user_properties."""
     for name, result in stability.results.items():
         item.user_properties.append(
-            (USER_PROPERTY, check_row(item.nodeid, "limits", result, stability.limits[name],
-                                      stability.limit_text(name), stability.violations[name], stability.dtype)))
+            (USER_PROPERTY, strict_json(check_row(item.nodeid, "limits", result, stability.limits[name],
+                                                  stability.limit_text(name), stability.violations[name],
+                                                  stability.dtype))))
 
 
 def _dtype_label(dtype) -> str | None:
@@ -135,11 +177,20 @@ def _dtype_label(dtype) -> str | None:
     return None if dtype is None else str(dtype).removeprefix("torch.")
 
 
-def _baseline_message(path, tolerance: float, results, stored: dict, violations: dict) -> str:
+def _baseline_message(path, tolerance: dict, results, stored: dict, violations: dict) -> str:
     rows = []
     for metric, result in results.items():
         base = stored.get(metric, {})
         rows.append([metric, base.get("expected", "-"), result.expected, base.get("range", "-"), result.range,
+                     base.get("bias", "-"), result.bias,
                      "FAIL: " + "; ".join(violations[metric]) if violations[metric] else "ok"])
-    table = text_table(["metric", "baseline expected", "expected", "baseline range", "range", "status"], rows)
-    return f"tie baseline check failed against {path} (tolerance {tolerance:g}):\n{table}"
+    table = text_table(["metric", "baseline expected", "expected", "baseline range", "range", "baseline bias",
+                        "bias", "status"], rows)
+    return f"tie baseline check failed against {path} (tolerance {_tolerance_text(tolerance)}):\n{table}"
+
+
+def _tolerance_text(tolerance: dict) -> str:
+    """'1e-06' when the three are equal, else 'expected 0.01, range 1e-06, bias 1e-06'."""
+    if len(set(tolerance.values())) == 1:
+        return f"{tolerance['expected']:g}"
+    return ", ".join(f"{key} {value:g}" for key, value in tolerance.items())

@@ -3,8 +3,9 @@ a "tie stability" terminal summary and a ``--tie-json`` report.
 
 Every `tieaware.testing.assert_tie_stable` / `check_tie_stability` call a test makes is recorded,
 through the fixture or not. Loading this module imports neither tieaware's kernels (numba) nor
-torch; the first check does. Check rows travel in ``report.user_properties`` and are collected where
-reports arrive, so the summary and the JSON report are complete under pytest-xdist.
+torch; the first check does. Check rows travel in ``report.user_properties`` as JSON text (so
+``--junitxml`` shows them as JSON) and are collected where reports arrive, so the summary and the
+JSON report are complete under pytest-xdist.
 ``--tie-disable`` (or ``-p no:tieaware``) switches the plugin off.
 """
 from __future__ import annotations
@@ -14,13 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from .baseline import write_atomically
 from .checker import USER_PROPERTY, TieCheck, record_limit_checks
-from .settings import OPTIONS, PARSERS, marker_problem, session_defaults
-from .summary import json_report, summary_table
+from .settings import BASELINE_KEYS, OPTIONS, PARSERS, baseline_key, marker_problem, session_defaults
+from .summary import improvement_lines, json_report, strict_json, summary_table
 
 MARKER_HELP = ("tie_stability(max_range=None, max_abs_bias=None, max_std=None, metrics=None, oblivious=None): "
                "limits, metrics and tie order of this test's tie_check checks (overrides --tie-* options and ini keys)")
 DEFAULTS_KEY = pytest.StashKey[dict]()
+BASELINE_KEY = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -29,10 +32,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar = {"metrics": "NAMES", "oblivious": "ORDER"}.get(key, "NUMBER")
         group.addoption(flag, dest=ini_key, type=PARSERS[key], default=None, metavar=metavar,
                         help=f"{help_text} (ini: {ini_key})")
-        parser.addini(ini_key, help_text, type="string", default="")
+        # tie_metrics: a list in TOML (pyproject.toml), lines of names in an ini file
+        parser.addini(ini_key, help_text, type="linelist" if key == "metrics" else "string",
+                      default=[] if key == "metrics" else "")
     group.addoption("--tie-update-baseline", action="store_true", default=False,
                     help="rewrite tie_check.against_baseline files that differ "
                     "(like pytest-regressions' --force-regen)")
+    group.addoption("--tie-baseline-key", choices=BASELINE_KEYS, default=None,
+                    help="device: one baseline file per device (this machine's CUDA device name, else "
+                    "'cpu <architecture>'; a check's device= argument names its own); none: one file "
+                    "(default; ini: tie_baseline_key)")
+    parser.addini("tie_baseline_key", "none or device: key tie baselines by device", type="string", default="none")
     group.addoption("--tie-json", metavar="PATH", default=None,
                     help="write every tie check's row and the environment to PATH as JSON")
     group.addoption("--tie-disable", action="store_true", default=False,
@@ -44,6 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("tie_disable"):
         return
     config.stash[DEFAULTS_KEY] = session_defaults(config)
+    config.stash[BASELINE_KEY] = baseline_key(config)
     config.pluginmanager.register(TieCheckRecorder(), "tieaware-tie-check-recorder")
     if not hasattr(config, "workerinput"):  # pytest-xdist workers send their rows to the controller
         config.pluginmanager.register(TieStabilityReport(config), "tieaware-tie-stability-report")
@@ -76,7 +87,8 @@ def tie_check(request: pytest.FixtureRequest) -> TieCheck:
     config = request.config
     if config.getoption("tie_disable"):
         pytest.skip("tieaware tie checks are disabled (--tie-disable)")
-    return TieCheck(request.node, config.stash[DEFAULTS_KEY], config.getoption("tie_update_baseline"))
+    return TieCheck(request.node, config.stash[DEFAULTS_KEY], config.getoption("tie_update_baseline"),
+                    config.stash[BASELINE_KEY])
 
 
 class TieCheckRecorder:
@@ -101,17 +113,22 @@ class TieStabilityReport:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # user_properties accumulate over setup, call and teardown: the teardown report holds them all once.
         if report.when == "teardown":
-            self.rows.extend(value for name, value in report.user_properties if name == USER_PROPERTY)
+            self.rows.extend(json.loads(value) for name, value in report.user_properties if name == USER_PROPERTY)
 
     def pytest_sessionfinish(self) -> None:
         if self.json_path is not None:
-            self.json_path.parent.mkdir(parents=True, exist_ok=True)
-            self.json_path.write_text(json.dumps(json_report(self.rows), indent=2) + "\n", encoding="utf-8")
+            write_atomically(self.json_path, strict_json(json_report(self.rows), indent=2) + "\n")
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.rows:
             terminalreporter.write_sep("=", "tie stability")
             for line in summary_table(self.rows).splitlines():
                 terminalreporter.write_line(line, red=line.endswith("FAIL"))
+            improved = improvement_lines(self.rows)
+            if improved:
+                terminalreporter.write_line("tie baselines improved on (not failures; --tie-update-baseline "
+                                            "stores the new values):")
+                for line in improved:
+                    terminalreporter.write_line(f"  {line}", green=True)
         if self.json_path is not None:
             terminalreporter.write_line(f"tie stability JSON: {self.json_path}")

@@ -10,6 +10,7 @@ import pytest
 #: Tie orders `tieaware.evaluate` knows (kept equal to tieaware.ranked_lists.OBLIVIOUS_ORDERS by a test).
 OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures")
 LIMIT_KEYS = ("max_range", "max_abs_bias", "max_std")
+BASELINE_KEYS = ("none", "device")
 MARKER_KEYS = LIMIT_KEYS + ("metrics", "oblivious")
 #: setting -> (command-line flag, ini key, help)
 OPTIONS = {
@@ -45,11 +46,13 @@ def oblivious_order(text: str) -> str:
 
 
 def split_metric_names(text: str) -> list[str]:
-    """'ndcg@10, mrr@10 P(rel=2,judged_only=1)@5' -> names; commas inside parentheses stay."""
+    """'ndcg@10, mrr@10 P(rel=2,judged_only=1)@5 P.5,10' -> names; commas inside parentheses, and
+    commas before a digit (trec_eval's cutoff lists: no metric name starts with one), stay."""
     names, current, depth = [], "", 0
-    for char in text:
+    for position, char in enumerate(text):
         depth += (char == "(") - (char == ")")
-        if depth == 0 and (char == "," or char.isspace()):
+        cutoff_list = char == "," and text[position + 1:position + 2].isdigit()
+        if depth == 0 and (char.isspace() or char == "," and not cutoff_list):
             names.append(current)
             current = ""
         else:
@@ -63,18 +66,29 @@ PARSERS = {"max_range": non_negative_float, "max_abs_bias": non_negative_float, 
 
 
 def session_defaults(config: pytest.Config) -> dict:
-    """{setting: value} from the command line, else the ini file; unset settings are left out."""
+    """{setting: value} from the command line, else the ini file; unset settings are left out.
+    ``tie_metrics`` is a TOML list or ini lines, each item split as ``--tie-metrics`` is."""
     defaults = {}
     for key, (_, ini_key, _) in OPTIONS.items():
         value = config.getoption(ini_key)
-        if value is None and config.getini(ini_key):
+        ini_value = config.getini(ini_key)
+        if value is None and ini_value:
             try:
-                value = PARSERS[key](config.getini(ini_key))
+                value = ([name for item in ini_value for name in split_metric_names(item)] if key == "metrics"
+                         else PARSERS[key](ini_value))
             except argparse.ArgumentTypeError as error:
                 raise pytest.UsageError(f"ini option {ini_key}: {error}") from None
         if value is not None:
             defaults[key] = value
     return defaults
+
+
+def baseline_key(config: pytest.Config) -> str:
+    """How baseline files are keyed: ``--tie-baseline-key``, else the ``tie_baseline_key`` ini key."""
+    key = config.getoption("tie_baseline_key") or config.getini("tie_baseline_key").strip() or "none"
+    if key not in BASELINE_KEYS:
+        raise pytest.UsageError(f"ini option tie_baseline_key: expected one of {', '.join(BASELINE_KEYS)}, got {key!r}")
+    return key
 
 
 def marker_settings(node: pytest.Item) -> dict:
@@ -124,11 +138,10 @@ def marker_problem(node: pytest.Item) -> str | None:
                 f"got {settings['oblivious']!r}")
     if settings.get("metrics"):
         from tieaware.errors import TieawareError
-        from tieaware.metrics import parse_metric  # pure Python: loads no numba
+        from tieaware.metrics import parse_metrics  # pure Python: loads no numba
 
-        for name in settings["metrics"]:
-            try:
-                parse_metric(name)
-            except TieawareError as error:
-                return f"tie_stability marker: {error}"
+        try:  # as evaluate reads them: P.5,10, P, official and ir_measures objects expand
+            parse_metrics(settings["metrics"])
+        except TieawareError as error:
+            return f"tie_stability marker: {error}"
     return None

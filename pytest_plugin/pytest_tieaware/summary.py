@@ -1,14 +1,29 @@
 """The session's check rows as a terminal section and as a JSON report. Pure Python."""
 from __future__ import annotations
 
+import json
+import math
 import platform
 from datetime import datetime, timezone
 from importlib import metadata
 
 SCHEMA = "tieaware-pytest"
-SCHEMA_VERSION = 2  # 2: rows carry "tie_std" (was "std")
+SCHEMA_VERSION = 3  # 3: rows carry "improvements", baseline limits a tolerance per statistic; 2: "tie_std"
 PACKAGES = ("tieaware", "ranx", "numba", "numpy", "pytest", "torch")
 SUMMARY_COLUMNS = ("test", "metric", "expected", "range", "bias", "limit", "result")
+
+
+def strict_json(value, **options) -> str:
+    """`value` as strict JSON (RFC 8259 has no NaN or Infinity): non-finite floats become null."""
+    def finite(item):
+        if isinstance(item, float) and not math.isfinite(item):
+            return None
+        if isinstance(item, dict):
+            return {key: finite(inner) for key, inner in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [finite(inner) for inner in item]
+        return item
+    return json.dumps(finite(value), allow_nan=False, **options)
 
 
 def text_table(headers, rows) -> str:
@@ -22,10 +37,15 @@ def text_table(headers, rows) -> str:
 
 
 def summary_table(rows: list[dict]) -> str:
-    """One line per (test, metric): expected, range, bias, limit, pass/FAIL."""
+    """One line per (test, metric): expected, range, bias, limit, pass / improved / FAIL."""
     return text_table(SUMMARY_COLUMNS, [
         [row["test"], row["metric"], row["expected"], row["range"], row["bias"], row["limit"],
-         "pass" if row["passed"] else "FAIL"] for row in rows])
+         ("improved" if row["improvements"] else "pass") if row["passed"] else "FAIL"] for row in rows])
+
+
+def improvement_lines(rows: list[dict]) -> list[str]:
+    """One line per baseline check that improved on its stored baseline (passed or not)."""
+    return [f"{row['test']} {row['metric']}: {'; '.join(row['improvements'])}" for row in rows if row["improvements"]]
 
 
 def environment(rows: list[dict]) -> dict:

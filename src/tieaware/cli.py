@@ -1,6 +1,6 @@
 """`tieaware` console script: ``eval``, ``compare``, ``ties``, ``plot``, ``merge``, ``score``, ``warmup``.
 
-Exit codes: 0 success; 1 a check failed (``--fail-range-above``, ``--fail-on-flag``);
+Exit codes: 0 success; 1 a check failed (``--fail-range-above``, ``--fail-bias-above``, ``--fail-on-flag``);
 2 bad input or usage, reported as one line on stderr (``tieaware --traceback ...``
 shows the traceback), also after ``--keep-going`` printed what it could. Anything else is a bug and
 shows its traceback. ``score`` imports torch (the ``hps`` extra) when it runs; no other command does.
@@ -378,15 +378,16 @@ def cmd_eval(args) -> int:
         _write_frame(frame, args.output, args.digits)
     if rejected:
         return EXIT_ERROR
-    if args.fail_range_above is not None:
-        means = frame[frame["query"].isna()] if args.per_query else frame
-        too_wide = means[means["range"] > args.fail_range_above]
-        for row in too_wide.itertuples(index=False):
-            print(f"tieaware: {row.run} {row.metric}: range {row.range:.6g} > {args.fail_range_above:g}",
-                  file=sys.stderr)
-        if not too_wide.empty:
-            return EXIT_CHECK_FAILED
-    return EXIT_OK
+    means = frame[frame["query"].isna()] if args.per_query else frame
+    exceeded = False
+    for statistic, limit in (("range", args.fail_range_above), ("|bias|", args.fail_bias_above)):
+        if limit is None:
+            continue
+        for row, value in zip(means.itertuples(index=False), means[statistic.strip("|")].abs()):
+            if value > limit:
+                print(f"tieaware: {row.run} {row.metric}: {statistic} {value:.6g} > {limit:g}", file=sys.stderr)
+                exceeded = True
+    return EXIT_CHECK_FAILED if exceeded else EXIT_OK
 
 
 # ------------------------------------------------------------------ compare
@@ -608,6 +609,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--digits", type=_digits, default=4, help="decimals in table and trec output (0-15, default 4)")
     ev.add_argument("--fail-range-above", type=_non_negative, metavar="X",
                     help="exit 1 when the range of any mean (max - min over tie orders) exceeds X")
+    ev.add_argument("--fail-bias-above", type=_non_negative, metavar="X",
+                    help="exit 1 when |bias| of any mean (|oblivious - E[M]|) exceeds X")
     ev.add_argument("--stream", nargs="?", type=_positive_int, const=True, default=None, metavar="QUERIES",
                     help="read each run in chunks of whole queries (default 1,000 a chunk; --stream N for N): "
                     "memory grows with the chunk, not the run; the numbers are the same")
