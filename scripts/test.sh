@@ -12,5 +12,7 @@ python3 -m venv .venv
 # sentence-transformers for the quantisation cross-checks; --no-deps: it must not replace the pinned torch
 .venv/bin/pip install -q --no-deps "sentence-transformers==6.2.0"
 .venv/bin/pip install -q "scikit-learn>=1.3"
+# torchmetrics for tieaware.integrations.torchmetrics (the torchmetrics extra); --no-deps keeps the pinned torch
+.venv/bin/pip install -q --no-deps "torchmetrics==1.9.0" "lightning-utilities==0.15.3"
 .venv/bin/ruff check .
 HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n 2 "$@"
