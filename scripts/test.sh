@@ -12,6 +12,9 @@ python3 -m venv .venv
 # sentence-transformers for the quantisation cross-checks; --no-deps: it must not replace the pinned torch
 .venv/bin/pip install -q --no-deps "sentence-transformers==6.2.0"
 .venv/bin/pip install -q "scikit-learn>=1.3"
+# datasets and accelerate for the trainer tests of tieaware.integrations.sentence_transformers
+.venv/bin/pip install -q "datasets==5.2.0" "psutil>=5"
+.venv/bin/pip install -q --no-deps "accelerate==1.15.0"
 # torchmetrics for tieaware.integrations.torchmetrics (the torchmetrics extra); --no-deps keeps the pinned torch
 .venv/bin/pip install -q --no-deps "torchmetrics==1.9.0" "lightning-utilities==0.15.3"
 .venv/bin/ruff check .
