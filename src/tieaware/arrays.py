@@ -59,20 +59,24 @@ def _checked(indexes, preds, target) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return idx, scores, grades
 
 
-def arrays_to_dicts(indexes, preds, target, row_order: np.ndarray | None = None) -> tuple[dict, dict]:
+def arrays_to_dicts(indexes, preds, target, torch_order: bool = False) -> tuple[dict, dict]:
     """(qrels, run) dicts of ``(indexes, preds, target)``; see the module docstring.
 
     Parameters:
         indexes, preds, target: arrays or tensors of one shape (flattened).
-        row_order: the order in which rows are given to each query (default: row order);
-            only the order of rows within a query matters.
+        torch_order: give each query its rows in the order torchmetrics' retrieval metrics see
+            them (``torch.sort(indexes)``, not stable) instead of row order.
 
     Raises:
         InputError: shapes differ, a NaN score, a non-integer grade, non-integer indexes.
     """
     idx, scores, grades = _checked(indexes, preds, target)
     n = idx.size
-    if row_order is None:
+    if torch_order:
+        import torch
+
+        row_order = torch.sort(torch.tensor(idx, dtype=torch.long)).indices.numpy()
+    else:
         row_order = np.argsort(idx, kind="stable")
     sorted_idx = idx[row_order]
     starts = np.flatnonzero(np.r_[True, sorted_idx[1:] != sorted_idx[:-1]]) if n else np.empty(0, np.int64)
@@ -99,7 +103,8 @@ def evaluate_arrays(indexes, preds, target, metrics, **options):
         target: (n,) relevance of each row: bools or integer grades (0: judged non-relevant).
         metrics: metric name(s), as in `tieaware.evaluate`.
         **options: any other argument of `tieaware.evaluate` (``oblivious``, ``return_mean``,
-            ``relevance_level``, ...).
+            ``relevance_level``, ...). With ``oblivious="torchmetrics"`` each query's rows are read in
+            the order torchmetrics' retrieval metrics see them, so ``.oblivious`` is their value.
 
     Returns:
         What `tieaware.evaluate` returns; queries are keyed by their index value as a string.
@@ -116,5 +121,5 @@ def evaluate_arrays(indexes, preds, target, metrics, **options):
     """
     from .evaluation import evaluate
 
-    qrels, run = arrays_to_dicts(indexes, preds, target)
+    qrels, run = arrays_to_dicts(indexes, preds, target, torch_order=options.get("oblivious") == "torchmetrics")
     return evaluate(qrels, run, metrics, **options)

@@ -12,14 +12,14 @@ from .errors import InputError, QueryValueError
 from .inputs import QrelsLike, RunLike, is_ranx_run
 from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricsLike, MetricSpec, parse_metrics
-from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ir_measures_order, ranked_lists
+from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ranked_lists, tool_order
 from .report import EvaluationReport, MetricResult
 from .threads import limited
 
 
 def tie_order(spec: MetricSpec, oblivious: str) -> str:
     """The order inside tie groups (`TIE_ORDERS`) that tool `oblivious` uses for this metric."""
-    return ir_measures_order(spec.family, spec.k) if oblivious == "ir_measures" else oblivious
+    return tool_order(oblivious, spec.family, spec.k)
 
 
 def judged_lists(lists: RankedLists, order: str = "trec_eval") -> Judged:
@@ -81,7 +81,10 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             MTEB: score desc, doc id desc), "ranx" (ranx.evaluate on this same object),
             "input" (first given first), or "ir_measures" (its default pipeline: trec_eval's
             order, except doc id ascending for RR@k and Judged@k and input order for RBP;
-            see `tieaware.ranked_lists.ir_measures_order`).
+            see `tieaware.ranked_lists.ir_measures_order`), "sentence_transformers" (its
+            InformationRetrievalEvaluator: score desc, doc id ascending), "mteb" (trec_eval's
+            order) or "torchmetrics" (its retrieval metrics on the CPU, each metric's own torch
+            operation; see `tieaware.ranked_lists.torchmetrics_order`).
         relevance_level: judgments >= this are relevant unless the name sets its own.
         stream: for a TREC run file larger than memory: read it in chunks of whole queries
             (True: 1,000 queries a chunk; an int: that many), so memory grows with the
@@ -153,6 +156,8 @@ def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool,
                     lists.judged[order] = judged_lists(lists, order)
                 this_call[order] = dataclasses.replace(lists.judged[order], shared_flags={})
             stats = _finite_stats(lists, this_call[order], spec)
+            if oblivious == "torchmetrics" and spec.family == "ndcg":  # it averages over ties: E[nDCG]
+                stats[:, 4] = stats[:, 0]
             stats.setflags(write=False)
             lists.stats[key] = stats
         tables[spec.name] = lists.stats[key]
