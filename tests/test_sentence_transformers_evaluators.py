@@ -190,3 +190,32 @@ def test_sentence_transformer_trainer_with_all_minilm_l6_v2(tmp_path):
         assert first[f"{key}_reported"] == pytest.approx(value, abs=1e-12), key
     assert first["minilm_cosine_ndcg@10_range"] > 0  # duplicate documents tie for a real model too
     _train_one_step(model, evaluator, tmp_path / "out", "minilm_cosine_ndcg@10_expected")
+
+
+def test_cross_encoder_trainer_with_reranking_evaluator(tmp_path):
+    pytest.importorskip("datasets")
+    pytest.importorskip("accelerate")
+    from datasets import Dataset
+    from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+
+    model = st.CrossEncoder(_save(bert_classifier(1), tmp_path / "model"), device="cpu")
+    docs = list(CORPUS.values())
+    samples = [{"query": QUERIES[q], "positive": [CORPUS[d] for d in sorted(RELEVANT[q])], "negative": docs[:12]}
+               for q in QUERIES]
+    evaluator = TieAwareRerankingEvaluator(samples, at_k=5, name="tiny")
+    pairs = [(QUERIES[q], CORPUS[d], float(d in RELEVANT[q])) for q in QUERIES for d in list(CORPUS)[:6]]
+    train = Dataset.from_dict({"query": [p[0] for p in pairs], "document": [p[1] for p in pairs],
+                               "label": [p[2] for p in pairs]})
+    primary = "tiny_ndcg@5_expected"
+    args = CrossEncoderTrainingArguments(
+        output_dir=str(tmp_path / "out"), max_steps=2, per_device_train_batch_size=8, eval_strategy="steps",
+        eval_steps=1, save_strategy="steps", save_steps=1, load_best_model_at_end=True,
+        metric_for_best_model=primary, report_to="none", use_cpu=True, logging_steps=1, disable_tqdm=True)
+    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=train, loss=BinaryCrossEntropyLoss(model),
+                                  evaluator=evaluator)
+    trainer.train()
+    logged = [entry for entry in trainer.state.log_history if f"eval_{primary}" in entry]
+    assert len(logged) == 2 and trainer.state.best_metric == max(entry[f"eval_{primary}"] for entry in logged)
+    assert all(entry["eval_tiny_mrr@5_min"] - 1e-12 <= entry["eval_tiny_mrr@5_reported"]
+               <= entry["eval_tiny_mrr@5_max"] + 1e-12 for entry in logged)
