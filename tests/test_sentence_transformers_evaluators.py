@@ -219,3 +219,29 @@ def test_cross_encoder_trainer_with_reranking_evaluator(tmp_path):
     assert len(logged) == 2 and trainer.state.best_metric == max(entry[f"eval_{primary}"] for entry in logged)
     assert all(entry["eval_tiny_mrr@5_min"] - 1e-12 <= entry["eval_tiny_mrr@5_reported"]
                <= entry["eval_tiny_mrr@5_max"] + 1e-12 for entry in logged)
+
+
+def test_scores_through_a_function_of_the_model(encoder, reranker):
+    """encode= / score_pairs= (here tieaware.hps scorers of the model, fp32) replace the parent's calls."""
+    from tieaware.hps import BiEncoder, CrossEncoder
+
+    def hps_encode(model, texts, is_query):
+        return BiEncoder(model, show_progress=False).encode(texts, is_query=is_query)
+
+    default = TieAwareInformationRetrievalEvaluator(**IR_ARGS)(encoder)
+    through = TieAwareInformationRetrievalEvaluator(**IR_ARGS, encode=hps_encode)(encoder)
+    assert through.keys() == default.keys()
+    for key, value in default.items():
+        assert through[key] == pytest.approx(value, abs=1e-5), key
+    samples = [{"query": QUERIES[q], "positive": [CORPUS[d] for d in sorted(RELEVANT[q])],
+                "negative": list(CORPUS.values())[:10]} for q in QUERIES]
+    default = TieAwareRerankingEvaluator(samples, at_k=5)(reranker)
+    hps = TieAwareRerankingEvaluator(samples, at_k=5, score_pairs=lambda model, q, d: CrossEncoder(
+        model, show_progress=False, batch_size=1).score_pairs(q, d))(reranker)
+    for key, value in default.items():
+        assert hps[key] == pytest.approx(value, abs=1e-5), key
+    constant = TieAwareRerankingEvaluator(samples, at_k=5, score_pairs=lambda model, q, d: np.zeros(len(q)))
+    tied = constant(reranker)  # every document tied: the range is as wide as it gets
+    assert tied["mrr@5_min"] < tied["mrr@5_expected"] < tied["mrr@5_max"] == 1.0
+    with pytest.raises(tieaware.InputError, match="score_pairs returned shape"):
+        TieAwareRerankingEvaluator(samples, score_pairs=lambda model, q, d: np.zeros(3))(reranker)

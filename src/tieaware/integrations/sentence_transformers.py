@@ -6,8 +6,10 @@ constructor arguments of sentence-transformers' ``InformationRetrievalEvaluator`
 pass them to ``SentenceTransformerTrainer`` / ``CrossEncoderTrainer`` as ``evaluator=`` or
 call ``evaluator(model)``). They score with the model as given (its ``encode_query`` /
 ``encode_document`` and similarity functions, or ``predict``, exactly as the parent
-classes call them) and report, for every metric the parent reports, under the parent's
-key with a suffix (``<name>_cosine_ndcg@10_expected``):
+classes call them), or through a function of the model given as ``encode=`` /
+``score_pairs=`` (e.g. one building a `tieaware.hps` scorer of the model), and report,
+for every metric the parent reports, under the parent's key with a suffix
+(``<name>_cosine_ndcg@10_expected``):
 
 * ``_expected``, ``_min``, ``_max``, ``_range``: E[M] over all orderings of tied scores,
   the worst and best orderings and their difference (means over queries);
@@ -75,14 +77,20 @@ def _write_csv(output_path: str | None, write: bool, csv_file: str, epoch: int, 
 
 class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
     """sentence-transformers' ``InformationRetrievalEvaluator`` reporting E[M], range, tie_std, its own
-    value and that value's bias per metric; see the module docstring. Same constructor arguments.
+    value and that value's bias per metric; see the module docstring. Same constructor arguments, and:
+
+    Parameters:
+        encode: None (the parent's ``encode_query`` / ``encode_document`` calls), or
+            ``encode(model, texts, is_query) -> Tensor`` of embeddings, called at each evaluation
+            with the model being evaluated; the score functions are then applied to them.
 
     Raises:
         InputError: ``write_predictions=True`` (not supported).
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, encode=None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.encode = encode
         if self.write_predictions:
             raise InputError("TieAwareInformationRetrievalEvaluator does not write predictions; use "
                              "sentence-transformers' InformationRetrievalEvaluator(write_predictions=True).")
@@ -93,13 +101,19 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
         every document tied with the last of them."""
         max_k = max(*self.mrr_at_k, *self.ndcg_at_k, *self.accuracy_at_k, *self.precision_recall_at_k,
                     *self.map_at_k)
-        queries = self.embed_inputs(model, self.queries, encode_fn_name="query", prompt_name=self.query_prompt_name,
-                                    prompt=self.query_prompt)
+        if self.encode is None:
+            queries = self.embed_inputs(model, self.queries, encode_fn_name="query",
+                                        prompt_name=self.query_prompt_name, prompt=self.query_prompt)
+        else:
+            queries = self.encode(model, self.queries, True)
         parts: dict = {name: [] for name in self.score_functions}
         for start in range(0, len(self.corpus), self.corpus_chunk_size):
             end = min(start + self.corpus_chunk_size, len(self.corpus))
-            docs = self.embed_inputs(model, self.corpus[start:end], encode_fn_name="document",
-                                     prompt_name=self.corpus_prompt_name, prompt=self.corpus_prompt)
+            if self.encode is None:
+                docs = self.embed_inputs(model, self.corpus[start:end], encode_fn_name="document",
+                                         prompt_name=self.corpus_prompt_name, prompt=self.corpus_prompt)
+            else:
+                docs = self.encode(model, self.corpus[start:end], False)
             for name, score_function in self.score_functions.items():
                 scores = score_function(queries, docs)
                 threshold = scores.topk(min(max_k, end - start), dim=1).values[:, -1:]
@@ -162,10 +176,17 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
 class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
     """sentence-transformers' ``CrossEncoderRerankingEvaluator`` reporting E[M], range, tie_std, its own
     value and that value's bias for MAP, MRR@k and nDCG@k; see the module docstring. Same
-    constructor arguments."""
+    constructor arguments, and:
 
-    def __init__(self, *args, **kwargs):
+    Parameters:
+        score_pairs: None (the parent's ``model.predict`` call), or
+            ``score_pairs(model, query_texts, doc_texts) -> array`` of one score per pair, called at
+            each evaluation with the model being evaluated.
+    """
+
+    def __init__(self, *args, score_pairs=None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.score_pairs = score_pairs
         self.csv_file = "TieAware-" + self.csv_file
         self.primary_metric = f"ndcg@{self.at_k}_expected"
 
@@ -195,9 +216,15 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
     def __call__(self, model, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
         lists = self._lists()
         pairs = [[instance["query"], doc] for instance, item in zip(self.samples, lists) if item for doc in item[0]]
-        scores = model.predict(pairs, prompt_name=self.prompt_name, batch_size=self.batch_size,
-                               convert_to_numpy=True, show_progress_bar=self.show_progress_bar) if pairs \
-            else np.array([])
+        if not pairs:
+            scores = np.array([])
+        elif self.score_pairs is None:
+            scores = model.predict(pairs, prompt_name=self.prompt_name, batch_size=self.batch_size,
+                                   convert_to_numpy=True, show_progress_bar=self.show_progress_bar)
+        else:
+            scores = np.asarray(self.score_pairs(model, [p[0] for p in pairs], [p[1] for p in pairs]))
+            if scores.shape != (len(pairs),):
+                raise InputError(f"score_pairs returned shape {scores.shape} for {len(pairs)} pairs.")
         qrels, run, theirs = {}, {}, []
         offset = 0
         for i, item in enumerate(lists):
