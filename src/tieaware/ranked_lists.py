@@ -70,7 +70,8 @@ def torchmetrics_order(family: str, k: int | None) -> str:
     ``torch.argsort(preds, descending=True)`` ("torch_argsort"): both unstable, so reproduced by
     running the same torch operation (`RankedLists.tool_rank`). Its nDCG averages the gains of
     tied documents (sklearn's ``_tie_average_dcg``): that is E[nDCG], which `tieaware.evaluation`
-    reports as its oblivious value.
+    reports as its oblivious value. On a GPU torch runs other kernels, whose tie order is not
+    reproduced.
     """
     if family in ("rr", "ap", "precision"):
         return "torch_topk" if k is None else f"torch_topk@{k}"
@@ -90,7 +91,8 @@ def tool_order(tool: str, family: str, k: int | None) -> str:
     return {"sentence_transformers": "docid_ascending", "mteb": "trec_eval"}.get(tool, tool)
 
 
-def _torch():
+def torch_module():
+    """torch, imported on demand (the torch tie orders run its sort); an `InputError` when missing."""
     try:
         import torch
     except ImportError:
@@ -177,7 +179,7 @@ class RankedLists:
     def _torch_ranks(self, order: str) -> np.ndarray:
         """Ranks inside tie groups under a torch order (`torchmetrics_order`), found by running it on each
         query with an ambiguous group (float32 scores, as torchmetrics casts them)."""
-        torch = _torch()
+        torch = torch_module()
         ranks = self.mem_input_rank.copy()
         ambiguous = ambiguous_groups(self.n_groups, self.mem_offsets, self.grp_size, self.grp_mem_start,
                                      self.grp_mem_end, self.mem_rel)
