@@ -95,3 +95,11 @@ def test_ddp_two_processes_equal_one_process_on_all_rows(tmp_path):
     indexes, preds, target = _data()
     half = _expected(indexes[:300], preds[:300], target[:300])
     assert half["ndcg_at_10/expected"] != pytest.approx(expected["ndcg_at_10/expected"])
+
+
+def test_forward_gives_the_batch_and_accumulates():
+    metric = TieAwareRetrieval(["mrr"])
+    batch = metric(torch.tensor([0.5, 0.5, 0.9]), torch.tensor([1, 0, 1]), indexes=torch.tensor([0, 0, 1]))
+    assert batch["mrr/expected"].item() == 0.875
+    metric(torch.tensor([0.2, 0.3]), torch.tensor([1, 0]), indexes=torch.tensor([2, 2]))
+    assert metric.compute()["mrr/expected"].item() == pytest.approx((0.75 + 1 + 0.5) / 3)
