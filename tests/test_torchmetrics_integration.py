@@ -80,6 +80,7 @@ def _ddp_worker(rank: int, world: int, init_file: str, out_dir: str) -> None:
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_ddp_two_processes_equal_one_process_on_all_rows(tmp_path):
     import torch.multiprocessing as mp
 
