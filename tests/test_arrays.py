@@ -92,3 +92,9 @@ def test_bad_inputs_are_named():
         tieaware.evaluate_arrays(idx, preds, np.array(["1", "0", "1"]), "mrr")
     # integral floats are grades
     assert tieaware.evaluate_arrays(idx, preds, target.astype(float), "mrr") == 0.75
+
+
+@pytest.mark.parametrize("run", [torch.zeros(3), np.zeros(3), (torch.tensor([0]), torch.tensor([0.5]))])
+def test_arrays_given_to_evaluate_point_to_evaluate_arrays(run):
+    with pytest.raises(tieaware.InputError, match="go to tieaware.evaluate_arrays"):
+        tieaware.evaluate({"q": {"a": 1}}, run, "mrr")
