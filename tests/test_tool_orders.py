@@ -130,3 +130,38 @@ def test_mteb_value_per_query():
         assert ours[f"mrr@{k}"].oblivious == pytest.approx(theirs.mrr[f"MRR@{k}"], abs=6e-6)
         assert ours[f"ndcg@{k}"].oblivious == pytest.approx(theirs.ndcg[f"NDCG@{k}"], abs=6e-6)
     assert any(abs(ours[n].oblivious - as_given[n].oblivious) > 1e-4 for n in names)
+
+
+def test_sentence_transformers_reranking_evaluator_value_per_query():
+    st_eval = pytest.importorskip("sentence_transformers.cross_encoder.evaluation")
+    rng = np.random.default_rng(11)
+    levels = rng.integers(0, 4, 30).astype(np.float32) / 4  # the score of each of 30 texts: 4 levels, ties
+
+    class Fixed:
+        model_card_data = type("Card", (), {"set_evaluation_metrics": lambda *a: None})()
+
+        def predict(self, pairs, **kwargs):
+            return np.array([levels[int(doc)] for _, doc in pairs], np.float32)
+
+    qrels, run, names = {}, {}, ["mrr@10", "mrr@3", "ndcg@10"]
+    theirs = {}
+    for q in range(25):
+        texts = [str(t) for t in rng.integers(0, 30, 45)]  # 45 candidates: numpy's sort is not an insertion sort
+        samples = [{"query": "q", "positive": texts[:5], "negative": texts[5:]}]
+        for at_k in (10, 3):
+            theirs[(q, at_k)] = st_eval.CrossEncoderRerankingEvaluator(samples, at_k=at_k, write_csv=False)(Fixed())
+        ids = [f"{j:02d}" for j in range(len(texts))]
+        run[str(q)] = dict(zip(ids, (levels[int(t)].item() for t in texts)))
+        qrels[str(q)] = dict(zip(ids, [1] * 5 + [0] * 40))
+    ours = tieaware.evaluate(qrels, run, names, oblivious="sentence_transformers_reranking")
+    trec = tieaware.evaluate(qrels, run, names, oblivious="input")
+    differs = False
+    for q in range(25):
+        for at_k in (10, 3):
+            value = ours[f"mrr@{at_k}"].per_query.loc[str(q), "oblivious"]
+            assert value == pytest.approx(theirs[(q, at_k)][f"mrr@{at_k}"], abs=1e-12), (q, at_k)
+            differs |= abs(trec[f"mrr@{at_k}"].per_query.loc[str(q), "oblivious"] - value) > 1e-9
+        assert ours["ndcg@10"].per_query.loc[str(q), "oblivious"] == pytest.approx(theirs[(q, 10)]["ndcg@10"])
+    assert differs and ours["mrr@10"].range > 0
+    with pytest.raises(tieaware.InputError, match="average_precision_score"):
+        tieaware.evaluate(qrels, run, "map", oblivious="sentence_transformers_reranking")

@@ -12,7 +12,7 @@ from .errors import InputError, QueryValueError
 from .inputs import QrelsLike, RunLike, is_ranx_run
 from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricsLike, MetricSpec, parse_metrics
-from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ranked_lists, tool_order
+from .ranked_lists import OBLIVIOUS_ORDERS, TIE_AVERAGED_NDCG, RankedLists, ranked_lists, tool_order
 from .report import EvaluationReport, MetricResult
 from .threads import limited
 
@@ -82,7 +82,9 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             "input" (first given first), or "ir_measures" (its default pipeline: trec_eval's
             order, except doc id ascending for RR@k and Judged@k and input order for RBP;
             see `tieaware.ranked_lists.ir_measures_order`), "sentence_transformers" (its
-            InformationRetrievalEvaluator: score desc, doc id ascending), "mteb" (trec_eval's
+            InformationRetrievalEvaluator: score desc, doc id ascending),
+            "sentence_transformers_reranking" (its CrossEncoderRerankingEvaluator's MRR and
+            nDCG; see `tieaware.ranked_lists.tool_order`), "mteb" (trec_eval's
             order) or "torchmetrics" (its retrieval metrics on the CPU, each metric's own torch
             operation; see `tieaware.ranked_lists.torchmetrics_order`).
         relevance_level: judgments >= this are relevant unless the name sets its own.
@@ -148,6 +150,10 @@ def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool,
     tables = {}
     this_call = {}  # per tie order, the kept `Judged` with flags shared by this call's metrics only
     for spec in specs:
+        if oblivious == "sentence_transformers_reranking" and spec.family == "ap":
+            raise InputError(f"{spec.name}: sentence-transformers' reranking MAP is sklearn's average_precision_score, "
+                             "which gives tied relevant documents the precision at their group's end: no tie "
+                             "order gives it (TieAwareRerankingEvaluator reports it beside E[AP]).")
         order = tie_order(spec, oblivious)
         key = (dataclasses.replace(spec, name=""), order)
         if key not in lists.stats:  # kept with the lists: a cached ranx Run evaluated again reuses them
@@ -156,7 +162,7 @@ def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool,
                     lists.judged[order] = judged_lists(lists, order)
                 this_call[order] = dataclasses.replace(lists.judged[order], shared_flags={})
             stats = _finite_stats(lists, this_call[order], spec)
-            if oblivious == "torchmetrics" and spec.family == "ndcg":  # it averages over ties: E[nDCG]
+            if oblivious in TIE_AVERAGED_NDCG and spec.family == "ndcg":  # it averages over ties: E[nDCG]
                 stats[:, 4] = stats[:, 0]
             stats.setflags(write=False)
             lists.stats[key] = stats

@@ -37,10 +37,14 @@ from .kernels.groups import SEED, argsort_segments, group_slots, read_chunk, scr
 from .kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambiguous_groups, ranx_ranks
 
 #: the tools whose tie order `evaluate(..., oblivious=...)` reproduces
-OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures", "sentence_transformers", "torchmetrics", "mteb")
+OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures", "sentence_transformers",
+                    "sentence_transformers_reranking", "torchmetrics", "mteb")
 #: the orders inside a tie group that `RankedLists.tool_rank` computes ("ir_measures" and "torchmetrics"
 #: pick one per metric, `tool_order`); "torch_topk@k" (k a cutoff) is one more, per k
-TIE_ORDERS = ("trec_eval", "ranx", "input", "docid_ascending", "torch_argsort", "torch_topk")
+TIE_ORDERS = ("trec_eval", "ranx", "input", "docid_ascending", "torch_argsort", "torch_topk",
+              "numpy_argsort_reversed")
+#: the tools whose nDCG averages the gains of tied documents (sklearn's rule): their nDCG is E[nDCG]
+TIE_AVERAGED_NDCG = ("torchmetrics", "sentence_transformers_reranking")
 #: documents of Python dicts read per chunk (whole queries); a chunk's arrays stay in the caches (10k x 1k:
 #: the pass takes 0.35 s at 2^16, 0.42 s at 2^18)
 CHUNK_DOCS = 1 << 16
@@ -82,13 +86,18 @@ def tool_order(tool: str, family: str, k: int | None) -> str:
     """The order inside tie groups (`TIE_ORDERS`) that `tool` (one of `OBLIVIOUS_ORDERS`) uses for a metric.
 
     sentence-transformers' ``InformationRetrievalEvaluator`` (6.x) sorts by (-score, corpus id):
-    doc id ascending; MTEB (2.x) evaluates with pytrec_eval and sorts by (score, doc id)
-    descending for its MRR: trec_eval's order."""
+    doc id ascending; its ``CrossEncoderRerankingEvaluator`` ranks for MRR by
+    ``np.argsort(scores)[::-1]`` (numpy's unstable sort, its tie order depending on the CPU's sort
+    routines, so reproduced by running it on the float32 scores in input order); its nDCG is
+    sklearn's tie-averaged ``ndcg_score`` (E[nDCG]) and its MAP sklearn's ``average_precision_score``,
+    which is no tie order (`tieaware.evaluation` refuses it). MTEB (2.x) evaluates with pytrec_eval
+    and sorts by (score, doc id) descending for its MRR: trec_eval's order."""
     if tool == "ir_measures":
         return ir_measures_order(family, k)
     if tool == "torchmetrics":
         return torchmetrics_order(family, k)
-    return {"sentence_transformers": "docid_ascending", "mteb": "trec_eval"}.get(tool, tool)
+    return {"sentence_transformers": "docid_ascending", "mteb": "trec_eval",
+            "sentence_transformers_reranking": "numpy_argsort_reversed"}.get(tool, tool)
 
 
 def torch_module():
@@ -162,8 +171,8 @@ class RankedLists:
                 used = group_slots(self.n_groups, self.mem_offsets)
                 member_size = np.repeat(self.grp_size[used], self.grp_mem_end[used] - self.grp_mem_start[used])
                 self._tool_ranks[oblivious] = member_size - 1 - self.mem_trec_rank
-            elif oblivious.startswith("torch_"):
-                self._tool_ranks[oblivious] = self._torch_ranks(oblivious)
+            elif oblivious.startswith(("torch_", "numpy_")):
+                self._tool_ranks[oblivious] = self._sorted_ranks(oblivious)
             else:
                 ranks = self.mem_input_rank.copy()
                 ambiguous = ambiguous_groups(self.n_groups, self.mem_offsets, self.grp_size, self.grp_mem_start,
@@ -175,11 +184,10 @@ class RankedLists:
                 self._tool_ranks[oblivious] = ranks
         return self._tool_ranks[oblivious]
 
-
-    def _torch_ranks(self, order: str) -> np.ndarray:
-        """Ranks inside tie groups under a torch order (`torchmetrics_order`), found by running it on each
-        query with an ambiguous group (float32 scores, as torchmetrics casts them)."""
-        torch = torch_module()
+    def _sorted_ranks(self, order: str) -> np.ndarray:
+        """Ranks inside tie groups under a torch order (`torchmetrics_order`) or numpy's reversed argsort,
+        found by running that sort on each query with an ambiguous group (float32 scores in input order,
+        as torchmetrics casts them and sentence-transformers' CrossEncoder.predict returns them)."""
         ranks = self.mem_input_rank.copy()
         ambiguous = ambiguous_groups(self.n_groups, self.mem_offsets, self.grp_size, self.grp_mem_start,
                                      self.grp_mem_end, self.mem_rel)
@@ -195,11 +203,13 @@ class RankedLists:
             if scores is None:
                 scores = self.all_scores().astype(np.float32)
             q_scores = scores[offsets[q]:offsets[q + 1]]
-            tensor = torch.from_numpy(q_scores.copy())
-            if order == "torch_argsort":
-                ranking = torch.argsort(tensor, descending=True).numpy()
+            if order == "numpy_argsort_reversed":
+                ranking = np.argsort(q_scores)[::-1]
+            elif order == "torch_argsort":
+                ranking = torch_module().from_numpy(q_scores.copy()).argsort(descending=True).numpy()
             else:
                 n = q_scores.size
+                tensor = torch_module().from_numpy(q_scores.copy())
                 top = tensor.topk(n if cutoff is None else min(cutoff, n), sorted=True).indices.numpy()
                 rest = np.ones(n, np.bool_)
                 rest[top] = False
@@ -212,8 +222,7 @@ class RankedLists:
                 rank = position[self.mem_index[members]] - self.grp_above[g]
                 if rank.min() < 0 or rank.max() >= self.grp_size[g]:
                     raise InputError(f"query {self.query_ids[q]!r}: scores that differ as float64 are equal as "
-                                     "float32, as torchmetrics reads them; oblivious='torchmetrics' needs float32 "
-                                     "scores.")
+                                     "float32, as the tool reads them; this tie order needs float32 scores.")
                 ranks[members] = rank
         return ranks
 
