@@ -165,3 +165,14 @@ def test_sentence_transformers_reranking_evaluator_value_per_query():
     assert differs and ours["mrr@10"].range > 0
     with pytest.raises(tieaware.InputError, match="average_precision_score"):
         tieaware.evaluate(qrels, run, "map", oblivious="sentence_transformers_reranking")
+
+
+def test_tie_averaged_ndcg_does_not_leak_into_another_order_on_a_cached_ranx_run():
+    """A ranx Run keeps its per-metric statistics: E[nDCG] as torchmetrics' value must not become "input"'s."""
+    ranx = pytest.importorskip("ranx")
+    qrels, run = _tied_run()
+    ranx_qrels, ranx_run = ranx.Qrels(qrels), ranx.Run(run)
+    tm = tieaware.evaluate(ranx_qrels, ranx_run, "ndcg@5", oblivious="torchmetrics")
+    given = tieaware.evaluate(ranx_qrels, ranx_run, "ndcg@5", oblivious="input")
+    fresh = tieaware.evaluate(ranx.Qrels(qrels), ranx.Run(run), "ndcg@5", oblivious="input")
+    assert tm.oblivious == tm.expected and given.oblivious == fresh.oblivious != tm.oblivious

@@ -154,15 +154,16 @@ def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool,
             raise InputError(f"{spec.name}: sentence-transformers' reranking MAP is sklearn's average_precision_score, "
                              "which gives tied relevant documents the precision at their group's end: no tie "
                              "order gives it (TieAwareRerankingEvaluator reports it beside E[AP]).")
-        order = tie_order(spec, oblivious)
-        key = (dataclasses.replace(spec, name=""), order)
+        averaged = oblivious in TIE_AVERAGED_NDCG and spec.family == "ndcg"  # the tool's nDCG is E[nDCG]
+        order = "input" if averaged else tie_order(spec, oblivious)
+        key = (dataclasses.replace(spec, name=""), order, averaged)
         if key not in lists.stats:  # kept with the lists: a cached ranx Run evaluated again reuses them
             if order not in this_call:
                 if order not in lists.judged:
                     lists.judged[order] = judged_lists(lists, order)
                 this_call[order] = dataclasses.replace(lists.judged[order], shared_flags={})
             stats = _finite_stats(lists, this_call[order], spec)
-            if oblivious in TIE_AVERAGED_NDCG and spec.family == "ndcg":  # it averages over ties: E[nDCG]
+            if averaged:
                 stats[:, 4] = stats[:, 0]
             stats.setflags(write=False)
             lists.stats[key] = stats
