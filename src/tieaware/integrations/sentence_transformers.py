@@ -28,7 +28,9 @@ max and variance are scaled per query accordingly); the reranking evaluator's MA
 over all candidates and a sample without positives counts 0. The IR evaluator keeps, per
 query, its top ``max(k)`` documents *and* every document tied with the last of them (E[M]
 needs the whole tie group; sentence-transformers keeps the ones with the smallest
-corpus ids). ``write_predictions`` of the IR evaluator is not supported.
+corpus ids). ``write_predictions`` of the IR evaluator is not supported. For a run scored
+elsewhere, ``tieaware.evaluate(..., oblivious="sentence_transformers")`` (the IR evaluator's tie
+order) and ``"sentence_transformers_reranking"`` (the reranking evaluator's) give these numbers.
 
 This module imports sentence-transformers and torch; `tieaware` itself never does.
 """

@@ -10,7 +10,9 @@ process's rows before ``compute`` and each process gets the result on all the da
 (``"ndcg_at_10/expected"``, ``.../min``, ``.../max``, ``.../range``, and with
 ``oblivious=`` given ``.../oblivious`` and ``.../bias``): `metric_key` turns a metric
 name into characters every common logger accepts (``@`` becomes ``_at_``), so the dict
-can go to Lightning's ``log_dict`` as it is.
+can go to Lightning's ``log_dict`` as it is. With ``oblivious="torchmetrics"``, ``.../oblivious``
+is the number torchmetrics' own retrieval metric gives on the same rows on the CPU (its tie order,
+`tieaware.ranked_lists.torchmetrics_order`), where its conventions agree with tieaware's.
 
 As in torchmetrics, every row is a retrieved and judged document: a query's relevant
 documents are its rows with target > 0, and a query without any scores 0 (torchmetrics'
