@@ -12,5 +12,13 @@ python3 -m venv .venv
 # sentence-transformers for the quantisation cross-checks; --no-deps: it must not replace the pinned torch
 .venv/bin/pip install -q --no-deps "sentence-transformers==6.2.0"
 .venv/bin/pip install -q "scikit-learn>=1.3"
+# datasets and accelerate for the trainer tests of tieaware.integrations.sentence_transformers
+.venv/bin/pip install -q "datasets==5.2.0" "psutil>=5"
+.venv/bin/pip install -q --no-deps "accelerate==1.15.0"
+# MTEB for the oblivious="mteb" cross-check (tests only); --no-deps keeps the pinned torch
+.venv/bin/pip install -q "polars>=1" "pydantic>=2" "rich>=13"
+.venv/bin/pip install -q --no-deps "mteb==2.26.24"
+# torchmetrics for tieaware.integrations.torchmetrics (the torchmetrics extra); --no-deps keeps the pinned torch
+.venv/bin/pip install -q --no-deps "torchmetrics==1.9.0" "lightning-utilities==0.15.3"
 .venv/bin/ruff check .
 HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n 2 "$@"

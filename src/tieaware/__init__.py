@@ -1,6 +1,7 @@
 """tieaware: honest retrieval evaluation when scores tie.
 
-Public API: `evaluate` (drop-in for ``ranx.evaluate``), `compare` (for
+Public API: `evaluate` (drop-in for ``ranx.evaluate``), `evaluate_arrays`
+(torchmetrics-style ``indexes, preds, target``), `compare` (for
 ``ranx.compare``), `census` (how tied a run is), the result types, the readers,
 and ranx's ``Qrels``/``Run`` re-exported for convenience.
 
@@ -18,6 +19,7 @@ __version__ = "0.1.0"
 # public name -> module that defines it (relative to this package, or an absolute one)
 _EXPORTS = {
     "evaluate": ".evaluation",
+    "evaluate_arrays": ".arrays",
     "compare": ".comparison",
     "ComparisonReport": ".comparison",
     "census": ".tie_census",
@@ -41,6 +43,7 @@ __all__ = [*_EXPORTS, "__version__"]
 if TYPE_CHECKING:  # what static tools see; at run time `__getattr__` imports on demand
     from ranx import Qrels, Run
 
+    from .arrays import evaluate_arrays
     from .comparison import ComparisonReport, compare
     from .errors import InputError, TieawareError, UnknownMetricError
     from .evaluation import evaluate

@@ -33,7 +33,9 @@ SCORERS = ("bi-encoder", "cross-encoder", "yes-no")
 # (tests/test_cli_trec_habits.py checks they equal the originals).
 DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)  # comparison.DEFAULT_KS
 STAT_TESTS = ("student", "fisher", "tukey")  # comparison.STAT_TESTS
-OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures")  # ranked_lists.OBLIVIOUS_ORDERS
+OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures", "sentence_transformers",
+                    "sentence_transformers_reranking", "torchmetrics",
+                    "mteb")  # ranked_lists.OBLIVIOUS_ORDERS
 #: trec_eval's print-only lines of the ``all`` block (``-m runid``, ``-m num_q``; in ``official`` too).
 TREC_LINES = ("runid", "num_q")
 #: trec_eval's measures in the order it prints them (its ``te_trec_measures`` table), the ones tieaware computes.

@@ -13,14 +13,14 @@ from .inputs import QrelsLike, RunLike, is_ranx_run
 from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricsLike, MetricSpec, parse_metrics
 from .outputs import check_outputs
-from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ir_measures_order, ranked_lists
+from .ranked_lists import OBLIVIOUS_ORDERS, TIE_AVERAGED_NDCG, RankedLists, ranked_lists, tool_order
 from .report import EvaluationReport, MetricResult
 from .threads import limited
 
 
 def tie_order(spec: MetricSpec, oblivious: str) -> str:
     """The order inside tie groups (`TIE_ORDERS`) that tool `oblivious` uses for this metric."""
-    return ir_measures_order(spec.family, spec.k) if oblivious == "ir_measures" else oblivious
+    return tool_order(oblivious, spec.family, spec.k)
 
 
 def judged_lists(lists: RankedLists, order: str = "trec_eval") -> Judged:
@@ -82,7 +82,12 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             MTEB: score desc, doc id desc), "ranx" (ranx.evaluate on this same object),
             "input" (first given first), or "ir_measures" (its default pipeline: trec_eval's
             order, except doc id ascending for RR@k and Judged@k and input order for RBP;
-            see `tieaware.ranked_lists.ir_measures_order`).
+            see `tieaware.ranked_lists.ir_measures_order`), "sentence_transformers" (its
+            InformationRetrievalEvaluator: score desc, doc id ascending),
+            "sentence_transformers_reranking" (its CrossEncoderRerankingEvaluator's MRR and
+            nDCG; see `tieaware.ranked_lists.tool_order`), "mteb" (trec_eval's
+            order) or "torchmetrics" (its retrieval metrics on the CPU, each metric's own torch
+            operation; see `tieaware.ranked_lists.torchmetrics_order`).
         relevance_level: judgments >= this are relevant unless the name sets its own.
         stream: for a TREC run file larger than memory: read it in chunks of whole queries
             (True: 1,000 queries a chunk; an int: that many), so memory grows with the
@@ -147,14 +152,21 @@ def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool,
     tables = {}
     this_call = {}  # per tie order, the kept `Judged` with flags shared by this call's metrics only
     for spec in specs:
-        order = tie_order(spec, oblivious)
-        key = (dataclasses.replace(spec, name=""), order)
+        if oblivious == "sentence_transformers_reranking" and spec.family == "ap":
+            raise InputError(f"{spec.name}: sentence-transformers' reranking MAP is sklearn's average_precision_score, "
+                             "which gives tied relevant documents the precision at their group's end: no tie "
+                             "order gives it (TieAwareRerankingEvaluator reports it beside E[AP]).")
+        averaged = oblivious in TIE_AVERAGED_NDCG and spec.family == "ndcg"  # the tool's nDCG is E[nDCG]
+        order = "input" if averaged else tie_order(spec, oblivious)
+        key = (dataclasses.replace(spec, name=""), order, averaged)
         if key not in lists.stats:  # kept with the lists: a cached ranx Run evaluated again reuses them
             if order not in this_call:
                 if order not in lists.judged:
                     lists.judged[order] = judged_lists(lists, order)
                 this_call[order] = dataclasses.replace(lists.judged[order], shared_flags={})
             stats = _finite_stats(lists, this_call[order], spec)
+            if averaged:
+                stats[:, 4] = stats[:, 0]
             stats.setflags(write=False)
             lists.stats[key] = stats
         tables[spec.name] = lists.stats[key]

@@ -357,6 +357,8 @@ def _record_error(record, index: int, kind: str) -> str:
     hint = ""
     if hasattr(record, "query_id") and hasattr(record, "doc_id") and hasattr(record, _RECORD_VALUE[other]):
         hint = f" It has {_RECORD_VALUE[other]!r}: were {other} records given as the {kind}?"
+    elif type(record).__module__.split(".")[0] in ("torch", "numpy"):
+        hint = " Flat (indexes, preds, target) arrays or tensors go to tieaware.evaluate_arrays."
     return (f"{kind} record {index} is a {type(record).__name__} {record!r}: {kind} records need the attributes "
             f"query_id, doc_id and {value_field} (ir_measures' {'Qrel' if kind == 'qrels' else 'ScoredDoc'}, "
             f"ir_datasets' {'TrecQrel' if kind == 'qrels' else 'GenericScoredDoc'}){f'; it has {has}' if has else ''}."

@@ -37,9 +37,14 @@ from .kernels.groups import SEED, argsort_segments, group_slots, read_chunk, scr
 from .kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambiguous_groups, ranx_ranks
 
 #: the tools whose tie order `evaluate(..., oblivious=...)` reproduces
-OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures")
-#: the orders inside a tie group that `RankedLists.tool_rank` computes ("ir_measures" picks one per metric)
-TIE_ORDERS = ("trec_eval", "ranx", "input", "docid_ascending")
+OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures", "sentence_transformers",
+                    "sentence_transformers_reranking", "torchmetrics", "mteb")
+#: the orders inside a tie group that `RankedLists.tool_rank` computes ("ir_measures" and "torchmetrics"
+#: pick one per metric, `tool_order`); "torch_topk@k" (k a cutoff) is one more, per k
+TIE_ORDERS = ("trec_eval", "ranx", "input", "docid_ascending", "torch_argsort", "torch_topk",
+              "numpy_argsort_reversed")
+#: the tools whose nDCG averages the gains of tied documents (sklearn's rule): their nDCG is E[nDCG]
+TIE_AVERAGED_NDCG = ("torchmetrics", "sentence_transformers_reranking")
 #: documents of Python dicts read per chunk (whole queries); a chunk's arrays stay in the caches (10k x 1k:
 #: the pass takes 0.35 s at 2^16, 0.42 s at 2^18)
 CHUNK_DOCS = 1 << 16
@@ -59,6 +64,49 @@ def ir_measures_order(family: str, k: int | None) -> str:
     if family == "rbp":
         return "input"
     return "trec_eval"
+
+
+def torchmetrics_order(family: str, k: int | None) -> str:
+    """The tie order of torchmetrics' (1.x) retrieval metric for a family, on the CPU.
+
+    Its RR, AP and precision take ``preds.topk(min(k, n), sorted=True)`` of each query's float32
+    scores ("torch_topk@k"; "torch_topk" for no cutoff), recall, hit rate and R-precision
+    ``torch.argsort(preds, descending=True)`` ("torch_argsort"): both unstable, so reproduced by
+    running the same torch operation (`RankedLists.tool_rank`). Its nDCG averages the gains of
+    tied documents (sklearn's ``_tie_average_dcg``): that is E[nDCG], which `tieaware.evaluation`
+    reports as its oblivious value. On a GPU torch runs other kernels, whose tie order is not
+    reproduced.
+    """
+    if family in ("rr", "ap", "precision"):
+        return "torch_topk" if k is None else f"torch_topk@{k}"
+    return "torch_argsort"
+
+
+def tool_order(tool: str, family: str, k: int | None) -> str:
+    """The order inside tie groups (`TIE_ORDERS`) that `tool` (one of `OBLIVIOUS_ORDERS`) uses for a metric.
+
+    sentence-transformers' ``InformationRetrievalEvaluator`` (6.x) sorts by (-score, corpus id):
+    doc id ascending; its ``CrossEncoderRerankingEvaluator`` ranks for MRR by
+    ``np.argsort(scores)[::-1]`` (numpy's unstable sort, its tie order depending on the CPU's sort
+    routines, so reproduced by running it on the float32 scores in input order); its nDCG is
+    sklearn's tie-averaged ``ndcg_score`` (E[nDCG]) and its MAP sklearn's ``average_precision_score``,
+    which is no tie order (`tieaware.evaluation` refuses it). MTEB (2.x) evaluates with pytrec_eval
+    and sorts by (score, doc id) descending for its MRR: trec_eval's order."""
+    if tool == "ir_measures":
+        return ir_measures_order(family, k)
+    if tool == "torchmetrics":
+        return torchmetrics_order(family, k)
+    return {"sentence_transformers": "docid_ascending", "mteb": "trec_eval",
+            "sentence_transformers_reranking": "numpy_argsort_reversed"}.get(tool, tool)
+
+
+def torch_module():
+    """torch, imported on demand (the torch tie orders run its sort); an `InputError` when missing."""
+    try:
+        import torch
+    except ImportError:
+        raise InputError("oblivious='torchmetrics' runs torch's own sort: install torch.") from None
+    return torch
 
 
 @dataclass
@@ -110,7 +158,7 @@ class RankedLists:
 
     def tool_rank(self, oblivious: str) -> np.ndarray:
         """Rank of each judged document inside its tie group under one of `TIE_ORDERS`."""
-        if oblivious not in TIE_ORDERS:
+        if oblivious.split("@")[0] not in TIE_ORDERS:
             raise InputError(f"tie order must be one of {TIE_ORDERS}, got {oblivious!r}.")
         if oblivious == "ranx" and self.ranx_order is None:
             oblivious = "input"
@@ -123,6 +171,8 @@ class RankedLists:
                 used = group_slots(self.n_groups, self.mem_offsets)
                 member_size = np.repeat(self.grp_size[used], self.grp_mem_end[used] - self.grp_mem_start[used])
                 self._tool_ranks[oblivious] = member_size - 1 - self.mem_trec_rank
+            elif oblivious.startswith(("torch_", "numpy_")):
+                self._tool_ranks[oblivious] = self._sorted_ranks(oblivious)
             else:
                 ranks = self.mem_input_rank.copy()
                 ambiguous = ambiguous_groups(self.n_groups, self.mem_offsets, self.grp_size, self.grp_mem_start,
@@ -133,6 +183,48 @@ class RankedLists:
                            self.grp_mem_start, self.grp_mem_end, self.mem_index, ambiguous, self.ranx_order, ranks)
                 self._tool_ranks[oblivious] = ranks
         return self._tool_ranks[oblivious]
+
+    def _sorted_ranks(self, order: str) -> np.ndarray:
+        """Ranks inside tie groups under a torch order (`torchmetrics_order`) or numpy's reversed argsort,
+        found by running that sort on each query with an ambiguous group (float32 scores in input order,
+        as torchmetrics casts them and sentence-transformers' CrossEncoder.predict returns them)."""
+        ranks = self.mem_input_rank.copy()
+        ambiguous = ambiguous_groups(self.n_groups, self.mem_offsets, self.grp_size, self.grp_mem_start,
+                                     self.grp_mem_end, self.mem_rel)
+        offsets = np.zeros(len(self.query_ids) + 1, np.int64)
+        np.cumsum(self.n_ret, out=offsets[1:])
+        scores = None
+        cutoff = int(order.split("@")[1]) if "@" in order else None
+        for q in range(len(self.query_ids)):
+            lo = int(self.mem_offsets[q])
+            hi = lo + int(self.n_groups[q])
+            if not ambiguous[lo:hi].any():
+                continue
+            if scores is None:
+                scores = self.all_scores().astype(np.float32)
+            q_scores = scores[offsets[q]:offsets[q + 1]]
+            if order == "numpy_argsort_reversed":
+                ranking = np.argsort(q_scores)[::-1]
+            elif order == "torch_argsort":
+                ranking = torch_module().from_numpy(q_scores.copy()).argsort(descending=True).numpy()
+            else:
+                n = q_scores.size
+                tensor = torch_module().from_numpy(q_scores.copy())
+                top = tensor.topk(n if cutoff is None else min(cutoff, n), sorted=True).indices.numpy()
+                rest = np.ones(n, np.bool_)
+                rest[top] = False
+                rest = np.flatnonzero(rest)
+                ranking = np.concatenate([top, rest[np.argsort(-q_scores[rest], kind="stable")]])
+            position = np.empty(ranking.size, np.int64)
+            position[ranking] = np.arange(ranking.size)
+            for g in range(lo, hi):
+                members = slice(int(self.grp_mem_start[g]), int(self.grp_mem_end[g]))
+                rank = position[self.mem_index[members]] - self.grp_above[g]
+                if rank.min() < 0 or rank.max() >= self.grp_size[g]:
+                    raise InputError(f"query {self.query_ids[q]!r}: scores that differ as float64 are equal as "
+                                     "float32, as the tool reads them; this tie order needs float32 scores.")
+                ranks[members] = rank
+        return ranks
 
 
 class _Groups:

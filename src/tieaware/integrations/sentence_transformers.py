@@ -1,0 +1,257 @@
+"""Tie-aware evaluators for sentence-transformers' trainers.
+
+`TieAwareInformationRetrievalEvaluator` and `TieAwareRerankingEvaluator` take the
+constructor arguments of sentence-transformers' ``InformationRetrievalEvaluator`` and
+``CrossEncoderRerankingEvaluator`` (they subclass them, so they are ``SentenceEvaluator``s:
+pass them to ``SentenceTransformerTrainer`` / ``CrossEncoderTrainer`` as ``evaluator=`` or
+call ``evaluator(model)``). They score with the model as given (its ``encode_query`` /
+``encode_document`` and similarity functions, or ``predict``, exactly as the parent
+classes call them), or through a function of the model given as ``encode=`` /
+``score_pairs=`` (e.g. one building a `tieaware.hps` scorer of the model), and report,
+for every metric the parent reports, under the parent's key with a suffix
+(``<name>_cosine_ndcg@10_expected``):
+
+* ``_expected``, ``_min``, ``_max``, ``_range``: E[M] over all orderings of tied scores,
+  the worst and best orderings and their difference (means over queries);
+* ``_tie_std``: the standard deviation of the mean over tie orderings;
+* ``_reported``: the number sentence-transformers' own evaluator reports on these same
+  scores (computed by the parent class's own ``compute_metrics``), and ``_bias``:
+  ``reported - expected``, how far that number is from E[M].
+
+``primary_metric`` is E[nDCG@k] (``..._ndcg@10_expected``), so ``metric_for_best_model``
+selects by it (the trainer prefixes ``eval_``). Results go to a CSV file as the parent's
+do (``TieAware-`` before the parent's file name; the header names every key).
+
+Conventions follow each parent, so on tie-free scores ``_expected`` equals ``_reported``:
+the IR evaluator's Accuracy@k is Success@k and its MAP@k divides by min(k, R) (E, min,
+max and variance are scaled per query accordingly); the reranking evaluator's MAP is
+over all candidates and a sample without positives counts 0. The IR evaluator keeps, per
+query, its top ``max(k)`` documents *and* every document tied with the last of them (E[M]
+needs the whole tie group; sentence-transformers keeps the ones with the smallest
+corpus ids). ``write_predictions`` of the IR evaluator is not supported. For a run scored
+elsewhere, ``tieaware.evaluate(..., oblivious="sentence_transformers")`` (the IR evaluator's tie
+order) and ``"sentence_transformers_reranking"`` (the reranking evaluator's) give these numbers.
+
+This module imports sentence-transformers and torch; `tieaware` itself never does.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import os
+
+import numpy as np
+import torch
+from sentence_transformers.cross_encoder.evaluation import CrossEncoderRerankingEvaluator
+from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
+
+from ..errors import InputError
+from ..evaluation import evaluate
+
+__all__ = ["TieAwareInformationRetrievalEvaluator", "TieAwareRerankingEvaluator"]
+
+#: the suffixes of every metric's keys, in CSV order
+STATISTICS = ("expected", "min", "max", "range", "tie_std", "reported", "bias")
+
+
+def _summary(per_query, n_total: int, reported: float, factor: np.ndarray | None = None) -> dict:
+    """Means over ``n_total`` queries (those not in ``per_query`` count 0) of a `MetricResult.per_query`
+    frame, each query's values scaled by ``factor``; with ``reported`` and its bias."""
+    scale = np.ones(len(per_query)) if factor is None else factor
+    expected, low, high = ((per_query[c].to_numpy() * scale).sum() / n_total for c in ("expected", "min", "max"))
+    tie_std = math.sqrt(float((per_query["variance"].to_numpy() * scale ** 2).sum())) / n_total
+    return {"expected": expected, "min": low, "max": high, "range": high - low, "tie_std": tie_std,
+            "reported": float(reported), "bias": float(reported) - expected}
+
+
+def _write_csv(output_path: str | None, write: bool, csv_file: str, epoch: int, steps: int, metrics: dict) -> None:
+    if output_path is None or not write:
+        return
+    os.makedirs(output_path, exist_ok=True)
+    path = os.path.join(output_path, csv_file)
+    exists = os.path.isfile(path)
+    with open(path, newline="", mode="a" if exists else "w", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        if not exists:
+            writer.writerow(["epoch", "steps", *metrics])
+        writer.writerow([epoch, steps, *metrics.values()])
+
+
+class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
+    """sentence-transformers' ``InformationRetrievalEvaluator`` reporting E[M], range, tie_std, its own
+    value and that value's bias per metric; see the module docstring. Same constructor arguments, and:
+
+    Parameters:
+        encode: None (the parent's ``encode_query`` / ``encode_document`` calls), or
+            ``encode(model, texts, is_query) -> Tensor`` of embeddings, called at each evaluation
+            with the model being evaluated; the score functions are then applied to them.
+
+    Raises:
+        InputError: ``write_predictions=True`` (not supported).
+    """
+
+    def __init__(self, *args, encode=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.encode = encode
+        if self.write_predictions:
+            raise InputError("TieAwareInformationRetrievalEvaluator does not write predictions; use "
+                             "sentence-transformers' InformationRetrievalEvaluator(write_predictions=True).")
+        self.csv_file = "TieAware-" + self.csv_file
+
+    def _candidates(self, model) -> dict:
+        """Per score function, per query: (corpus indices, scores) of its top max(k) documents and
+        every document tied with the last of them."""
+        max_k = max(*self.mrr_at_k, *self.ndcg_at_k, *self.accuracy_at_k, *self.precision_recall_at_k,
+                    *self.map_at_k)
+        if self.encode is None:
+            queries = self.embed_inputs(model, self.queries, encode_fn_name="query",
+                                        prompt_name=self.query_prompt_name, prompt=self.query_prompt)
+        else:
+            queries = self.encode(model, self.queries, True)
+        parts: dict = {name: [] for name in self.score_functions}
+        for start in range(0, len(self.corpus), self.corpus_chunk_size):
+            end = min(start + self.corpus_chunk_size, len(self.corpus))
+            if self.encode is None:
+                docs = self.embed_inputs(model, self.corpus[start:end], encode_fn_name="document",
+                                         prompt_name=self.corpus_prompt_name, prompt=self.corpus_prompt)
+            else:
+                docs = self.encode(model, self.corpus[start:end], False)
+            for name, score_function in self.score_functions.items():
+                scores = score_function(queries, docs)
+                threshold = scores.topk(min(max_k, end - start), dim=1).values[:, -1:]
+                q, c = torch.nonzero(scores >= threshold, as_tuple=True)
+                parts[name].append((q.cpu().numpy(), c.cpu().numpy() + start, scores[q, c].cpu().numpy()))
+        out = {}
+        for name, chunks in parts.items():
+            q, c, s = (np.concatenate([chunk[i] for chunk in chunks]) for i in range(3))
+            order = np.argsort(q, kind="stable")
+            bounds = np.searchsorted(q[order], np.arange(len(self.queries) + 1))
+            per_query = []
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                rows = order[a:b]
+                if b - a > max_k:  # keep the top max_k over all chunks and the ties of the last
+                    rows = rows[s[rows] >= np.partition(s[rows], b - a - max_k)[b - a - max_k]]
+                per_query.append((c[rows], s[rows]))
+            out[name] = per_query
+        return out
+
+    def __call__(self, model, output_path: str | None = None, epoch: int = -1, steps: int = -1,
+                 *args, **kwargs) -> dict[str, float]:
+        if self._score_functions_from_model:
+            self.score_functions = self._model_score_functions(model)
+            self.score_function_names = sorted(self.score_functions)
+        candidates = self._candidates(model)
+        max_k = max(*self.mrr_at_k, *self.ndcg_at_k, *self.accuracy_at_k, *self.precision_recall_at_k,
+                    *self.map_at_k)
+        qids = [str(q) for q in self.queries_ids]
+        qrels = {str(q): {str(d): 1 for d in self.relevant_docs[q]} for q in self.queries_ids}
+        n_relevant = np.array([len(qrels[q]) for q in qids], np.float64)
+        names = {"accuracy@k": "hit_rate@{}", "precision@k": "precision@{}", "recall@k": "recall@{}",
+                 "mrr@k": "mrr@{}", "ndcg@k": "ndcg@{}", "map@k": "map@{}"}
+        metrics, best = {}, {}
+        for function in self.score_function_names:
+            run, hits = {}, []
+            for qid, (corpus_index, scores) in zip(qids, candidates[function]):
+                ids = [self.corpus_ids[i] for i in corpus_index.tolist()]
+                values = scores.tolist()
+                run[qid] = dict(zip(map(str, ids), values))
+                ranked = sorted(zip(values, ids), key=lambda hit: (-hit[0], hit[1]))[:max_k]  # the parent's order
+                hits.append([{"corpus_id": d, "score": v} for v, d in ranked])
+            theirs = self.compute_metrics(hits)
+            wanted = {(kind, k): names[kind].format(k) for kind, values in theirs.items() for k in values}
+            report = evaluate(qrels, run, list(dict.fromkeys(wanted.values())))
+            for (kind, k), ours in wanted.items():
+                per_query = report[ours].per_query.loc[qids]
+                factor = n_relevant / np.minimum(k, n_relevant) if kind == "map@k" else None
+                stats = _summary(per_query, len(qids), theirs[kind][k], factor)
+                key = f"{function}_{kind.replace('@k', f'@{k}')}"
+                metrics.update({f"{key}_{stat}": stats[stat] for stat in STATISTICS})
+            best[function] = metrics[f"{function}_ndcg@{max(self.ndcg_at_k)}_expected"]
+        function = self.main_score_function.value if self.main_score_function else max(best, key=best.get)
+        self.primary_metric = f"{function}_ndcg@{max(self.ndcg_at_k)}_expected"
+        _write_csv(output_path, self.write_csv, self.csv_file, epoch, steps, metrics)
+        metrics = self.prefix_name_to_metrics(metrics, self.name)
+        self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
+        return metrics
+
+
+class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
+    """sentence-transformers' ``CrossEncoderRerankingEvaluator`` reporting E[M], range, tie_std, its own
+    value and that value's bias for MAP, MRR@k and nDCG@k; see the module docstring. Same
+    constructor arguments, and:
+
+    Parameters:
+        score_pairs: None (the parent's ``model.predict`` call), or
+            ``score_pairs(model, query_texts, doc_texts) -> array`` of one score per pair, called at
+            each evaluation with the model being evaluated.
+    """
+
+    def __init__(self, *args, score_pairs=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.score_pairs = score_pairs
+        self.csv_file = "TieAware-" + self.csv_file
+        self.primary_metric = f"ndcg@{self.at_k}_expected"
+
+    def _lists(self) -> list:
+        """Per sample: (documents, relevance flags), or None for a sample without positives (the parent's rules)."""
+        lists = []
+        for instance in self.samples:
+            if "query" not in instance or "positive" not in instance \
+                    or ("negative" in instance) == ("documents" in instance):
+                raise InputError("each sample needs 'query', 'positive' and exactly one of 'negative' and "
+                                 f"'documents'; got keys {sorted(instance)}.")
+            positive = instance["positive"]
+            positive = [positive] if isinstance(positive, str) else positive
+            documents = instance.get("documents")
+            if documents is None:
+                docs = positive + instance["negative"]
+                relevant = [1] * len(positive) + [0] * len(instance["negative"])
+            elif self.always_rerank_positives:
+                docs = positive + [doc for doc in documents if doc not in positive]
+                relevant = [1] * len(positive) + [0] * (len(docs) - len(positive))
+            else:
+                docs = documents
+                relevant = [int(doc in positive) for doc in documents]
+            lists.append((docs, relevant) if sum(relevant) else None)
+        return lists
+
+    def __call__(self, model, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
+        lists = self._lists()
+        pairs = [[instance["query"], doc] for instance, item in zip(self.samples, lists) if item for doc in item[0]]
+        if not pairs:
+            scores = np.array([])
+        elif self.score_pairs is None:
+            scores = model.predict(pairs, prompt_name=self.prompt_name, batch_size=self.batch_size,
+                                   convert_to_numpy=True, show_progress_bar=self.show_progress_bar)
+        else:
+            scores = np.asarray(self.score_pairs(model, [p[0] for p in pairs], [p[1] for p in pairs]))
+            if scores.shape != (len(pairs),):
+                raise InputError(f"score_pairs returned shape {scores.shape} for {len(pairs)} pairs.")
+        qrels, run, theirs = {}, {}, []
+        offset = 0
+        for i, item in enumerate(lists):
+            if item is None:
+                continue
+            relevant = item[1]
+            these = np.asarray(scores[offset:offset + len(relevant)])
+            offset += len(relevant)
+            width = len(str(len(relevant) - 1))
+            ids = [f"{j:0{width}d}" for j in range(len(relevant))]
+            qrels[str(i)] = dict(zip(ids, relevant))
+            run[str(i)] = dict(zip(ids, these.astype(np.float64).tolist()))
+            theirs.append(self.compute_metrics(relevant, these))
+        reported = np.sum(theirs, axis=0) / len(self.samples) if theirs else np.zeros(3)
+        keys = {"map": "map", f"mrr@{self.at_k}": f"mrr@{self.at_k}", f"ndcg@{self.at_k}": f"ndcg@{self.at_k}"}
+        positions = {"map": 2, f"mrr@{self.at_k}": 0, f"ndcg@{self.at_k}": 1}  # compute_metrics: mrr, ndcg, ap
+        report = evaluate(qrels, run, list(keys.values())) if qrels else None
+        metrics = {}
+        for key, name in keys.items():
+            if report is None:
+                stats = dict.fromkeys(STATISTICS, 0.0)
+            else:
+                stats = _summary(report[name].per_query, len(self.samples), reported[positions[key]])
+            metrics.update({f"{key}_{stat}": stats[stat] for stat in STATISTICS})
+        _write_csv(output_path, self.write_csv, self.csv_file, epoch, steps, metrics)
+        metrics = self.prefix_name_to_metrics(metrics, self.name)
+        self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
+        return metrics
