@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # public name -> module that defines it (relative to this package, or an absolute one)
 _EXPORTS = {
