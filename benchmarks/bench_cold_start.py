@@ -7,6 +7,7 @@ queries), read into dicts first, so only `evaluate` is timed.
 
     python benchmarks/bench_cold_start.py               # medians of 3
     python benchmarks/bench_cold_start.py --repeats 1 --qrels Q --run R
+    python benchmarks/bench_cold_start.py --markdown docs/benchmarks.md   # also write the table there
 
 Prints:
 
@@ -29,6 +30,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _report  # noqa: E402
 
 FIVE = ["ndcg@10", "mrr@10", "map@100", "recall@100", "precision@10"]
 HEAVY = ("ranx", "scipy", "matplotlib", "torch", "numba", "pandas")
@@ -99,6 +104,7 @@ def main(argv=None) -> None:
     parser.add_argument("--qrels", default=qrels_default)
     parser.add_argument("--run", default=run_default)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--markdown", metavar="PATH", help="also write the table into PATH's section")
     args = parser.parse_args(argv)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; data: {args.qrels}, {args.run}", flush=True)
 
@@ -136,6 +142,20 @@ def main(argv=None) -> None:
     if warmups:
         print(f"tieaware warmup (whole process): cold {statistics.median(w[0] for w in warmups):.2f} s, "
               f"warm {statistics.median(w[1] for w in warmups):.2f} s")
+    if args.markdown:
+        heavy = ", ".join(m for m, v in loaded.items() if v) or "none"
+        table = [["`import tieaware`", f"{wall:.3f}", "", f"heavy modules loaded: {heavy}"]]
+        for label, cold, cpu, warm, later in rows:
+            table.append([f"first `evaluate`, {label}", f"{cold:.2f}", f"{warm:.2f}",
+                          f"CPU {cpu:.2f} s (empty cache); later calls {later:.3f} s"])
+        if warmups:
+            table.append(["`tieaware warmup` (whole process)", f"{statistics.median(w[0] for w in warmups):.2f}",
+                          f"{statistics.median(w[1] for w in warmups):.2f}", "every kernel family and tie order"])
+        body = (f"Fresh processes; \"empty cache\" is a new NUMBA_CACHE_DIR, \"filled cache\" one an earlier "
+                f"process filled. Data: {Path(args.qrels).name} and {Path(args.run).name} read into dicts first. "
+                f"Medians of {args.repeats} processes, seconds.\n\n"
+                + _report.table(["step", "empty cache s", "filled cache s", "note"], table))
+        _report.write_section(args.markdown, "bench_cold_start", "Cold start (bench_cold_start.py)", body)
 
 
 if __name__ == "__main__":

@@ -13,14 +13,14 @@ runs in its own subprocess on the same data:
     python benchmarks/bench_evaluate.py                          # 1,000 x 100 and 10,000 x 1,000
     python benchmarks/bench_evaluate.py --sizes 1000x1000 --repeats 5
     python benchmarks/bench_evaluate.py --linear 1000 10000 50000   # tieaware from dicts: time per query
+    python benchmarks/bench_evaluate.py --sizes 10000x1000 --markdown docs/benchmarks.md
 
-Prints medians and ratios measured in this same run, and the machine it ran on.
+Prints medians and ratios measured in this same run, and the machine it ran on; `--markdown PATH`
+also writes them as a table into PATH (its section of docs/benchmarks.md).
 """
 import argparse
 import copy
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -28,6 +28,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import _report  # noqa: E402
+
 ROWS = {  # tool -> (label, data it starts from)
     "floor": ("Python floor: iterate the run dicts", "dicts"),
     "pytrec_eval": ("pytrec_eval (dicts)", "dicts"),
@@ -116,13 +119,8 @@ def _run_worker(tool: str, n_queries: int, n_docs: int, repeats: int) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
-
-
-def compare_tools(n_queries: int, n_docs: int, repeats: int) -> None:
+def compare_tools(n_queries: int, n_docs: int, repeats: int) -> str:
+    """Run every tool on one size, print the table and ratios; return them as markdown."""
     base = {kind: _run_worker(f"data{'' if kind == 'dicts' else '_ranx'}", n_queries, n_docs, 0)["peak_mb"]
             for kind in ("dicts", "ranx")}
     rows = {tool: _run_worker(tool, n_queries, n_docs, repeats) for tool in ROWS}
@@ -145,16 +143,35 @@ def compare_tools(n_queries: int, n_docs: int, repeats: int) -> None:
           f"{rows['ranx_build']['above_data_mb']:.0f} MB")
     print(f"peak memory above data, tieaware (ranx objects) vs ranx.evaluate: "
           f"{ours['above_data_mb']:.0f} / {rows['ranx']['above_data_mb']:.0f} MB")
+    table = _report.table(
+        [f"{n_queries:,} queries x {n_docs:,} docs", "first call s", "warm s", "peak MB above data"],
+        [[label, f"{rows[tool]['first_s']:.3f}", f"{rows[tool]['warm_s']:.3f}",
+          f"{round(rows[tool]['above_data_mb']):d}"] for tool, (label, _) in ROWS.items()])
+    ratios = [
+        f"tieaware.evaluate on a new ranx `Run` is {rows['ranx']['warm_s'] / ours['warm_s']:.1f}x faster than "
+        f"`ranx.evaluate` on it ({rows['ranx']['warm_s'] / cached['warm_s']:.1f}x on the same `Run` again)",
+        f"from dicts it is {trec_ratio:.1f}x faster than pytrec_eval and "
+        f"{rows['ranx_build']['warm_s'] / dicts['warm_s']:.1f}x faster than ranx including building its objects, "
+        f"at {dicts['warm_s'] / rows['floor']['warm_s']:.1f}x the Python floor",
+    ]
+    return (f"Median of {repeats} warm calls; memory is the peak RSS above a process that only builds the "
+            f"same data.\n\n{table}\n\n" + "".join(f"- {line}\n" for line in ratios))
 
 
-def linear(sizes: list[int], n_docs: int, repeats: int) -> None:
+def linear(sizes: list[int], n_docs: int, repeats: int) -> str:
+    """Time per query of tieaware from dicts at each size, printed; returned as markdown."""
     print(f"\n== tieaware.evaluate from dicts, x {n_docs:,} docs: time per query (median of {repeats})")
-    per_query = {}
+    per_query, rows = {}, []
     for n_queries in sizes:
         row = _run_worker("tieaware_dict", n_queries, n_docs, repeats)
         per_query[n_queries] = row["warm_s"] / n_queries
         print(f"{n_queries:>8,} queries  {row['warm_s']:8.3f} s  {per_query[n_queries] * 1e6:8.1f} us/query")
-    print(f"largest / smallest time per query: {max(per_query.values()) / min(per_query.values()):.2f}x")
+        rows.append([f"{n_queries:,}", f"{row['warm_s']:.3f}", f"{per_query[n_queries] * 1e6:.1f}"])
+    growth = max(per_query.values()) / min(per_query.values())
+    print(f"largest / smallest time per query: {growth:.2f}x")
+    table = _report.table([f"queries (x {n_docs:,} docs)", "warm s", "µs per query"], rows)
+    return (f"tieaware.evaluate from dicts, median of {repeats} warm calls.\n\n{table}\n\n"
+            f"Largest / smallest time per query: {growth:.2f}x.\n")
 
 
 def main():
@@ -164,19 +181,25 @@ def main():
                         help="only the growth check: tieaware from dicts at these query counts x --docs")
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--markdown", metavar="PATH", help="also write the tables into PATH's section")
     parser.add_argument("--worker", nargs=4, metavar=("TOOL", "Q", "N", "REPEATS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         tool, q, n, reps = args.worker
         print(json.dumps(worker(tool, int(q), int(n), int(reps))))
         return
-    print(f"machine: {machine()}")
+    print(f"machine: {_report.machine()}")
     if args.linear:
-        linear(args.linear, args.docs, args.repeats)
-        return
-    for size in args.sizes:
-        n_queries, n_docs = map(int, size.split("x"))
-        compare_tools(n_queries, n_docs, args.repeats)
+        name, title = "bench_evaluate-linear", "Linear growth (bench_evaluate.py --linear)"
+        body = linear(args.linear, args.docs, args.repeats)
+    else:
+        name, title = "bench_evaluate", "Throughput and memory (bench_evaluate.py)"
+        body = "\n".join(compare_tools(*map(int, size.split("x")), args.repeats) for size in args.sizes)
+        body = ("Synthetic bf16-rounded runs; ndcg@10, mrr@10, map@100, recall@100, precision@10 "
+                "(tieaware: E, min, max, oblivious value and variance of each; the others one value). "
+                "Each tool in its own process.\n\n" + body)
+    if args.markdown:
+        _report.write_section(args.markdown, name, title, body)
 
 
 if __name__ == "__main__":

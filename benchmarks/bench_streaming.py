@@ -7,7 +7,7 @@ at a time), and prints each one's wall time and peak RSS above the interpreter w
 tieaware loaded, their ratios, and whether the numbers are identical.
 
     python benchmarks/bench_streaming.py                      # 20,000 x 1,000 (20 million lines)
-    python benchmarks/bench_streaming.py --queries 2000
+    python benchmarks/bench_streaming.py --queries 2000 --markdown docs/benchmarks.md   # also write the table
 """
 import argparse
 import json
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _report  # noqa: E402
 from synthetic import METRICS, bf16_round  # noqa: E402
 
 
@@ -62,6 +63,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", type=int, default=20_000)
     parser.add_argument("--docs", type=int, default=1_000)
+    parser.add_argument("--markdown", metavar="PATH", help="also write the table into PATH's section")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -70,7 +72,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tieaware-stream-bench-") as folder:
         start = time.perf_counter()
         qrels_path, run_path = write_files(Path(folder), args.queries, args.docs)
-        print(f"wrote {args.queries * args.docs:,} run lines ({run_path.stat().st_size / 2 ** 20:.0f} MB) "
+        size_mb = run_path.stat().st_size / 2 ** 20
+        print(f"wrote {args.queries * args.docs:,} run lines ({size_mb:.0f} MB) "
               f"in {time.perf_counter() - start:.0f} s")
         rows = {}
         for mode in ("memory", "stream"):
@@ -80,9 +83,21 @@ def main():
     print(f"{'path':10s} {'seconds':>9s} {'peak MB above interpreter':>26s}")
     for mode, row in rows.items():
         print(f"{mode:10s} {row['seconds']:9.1f} {row['peak_mb_above_interpreter']:26.0f}")
-    print(f"stream / memory: time {rows['stream']['seconds'] / rows['memory']['seconds']:.2f}x, peak memory "
-          f"{rows['stream']['peak_mb_above_interpreter'] / rows['memory']['peak_mb_above_interpreter']:.2f}x; "
-          f"identical numbers: {rows['stream']['means'] == rows['memory']['means']}")
+    time_ratio = rows["stream"]["seconds"] / rows["memory"]["seconds"]
+    memory_ratio = rows["stream"]["peak_mb_above_interpreter"] / rows["memory"]["peak_mb_above_interpreter"]
+    identical = rows["stream"]["means"] == rows["memory"]["means"]
+    print(f"stream / memory: time {time_ratio:.2f}x, peak memory {memory_ratio:.2f}x; identical numbers: {identical}")
+    if args.markdown:
+        labels = {"memory": "in memory (dicts)", "stream": "`stream=True`"}
+        table = _report.table(
+            ["path", "s", "peak MB above the interpreter"],
+            [[labels[mode], f"{row['seconds']:.1f}", f"{row['peak_mb_above_interpreter']:.0f}"]
+             for mode, row in rows.items()])
+        body = (f"A TREC run file of {args.queries:,} queries x {args.docs:,} documents "
+                f"({args.queries * args.docs:,} lines, {size_mb:.0f} MB), five metrics, each path in a fresh "
+                f"process.\n\n{table}\n\nstream / memory: time {time_ratio:.2f}x, peak memory "
+                f"{memory_ratio:.2f}x; identical numbers: {identical}.\n")
+        _report.write_section(args.markdown, "bench_streaming", "Runs larger than memory (bench_streaming.py)", body)
 
 
 if __name__ == "__main__":

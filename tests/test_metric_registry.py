@@ -1,5 +1,5 @@
-"""One declarative registry: the parser, the unknown-metric message, --list-metrics and the README's
-metric table all come from `tieaware.metrics.REGISTRY`."""
+"""One declarative registry: the parser, the unknown-metric message, --list-metrics and the metric
+table of docs/evaluate.md all come from `tieaware.metrics.REGISTRY`."""
 import re
 import warnings
 from pathlib import Path
@@ -20,13 +20,13 @@ from tieaware.metrics import (
     parse_metrics,
 )
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "evaluate.md"
 QRELS = {"q1": {"d1": 2, "d2": 0, "d3": 1}, "q2": {"d5": 1, "d6": 3}}
 RUN = {"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.2, "d4": 0.9}, "q2": {"d5": 0.3, "d6": 0.3, "d7": 0.3}}
 
 
-def test_readme_table_is_the_generated_one():
-    assert markdown_table() in README.read_text(encoding="utf-8")
+def test_the_guide_table_is_the_generated_one():
+    assert markdown_table() in GUIDE.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("entry", REGISTRY, ids=lambda e: f"{e.syntax}:{e.name}")

@@ -3,7 +3,8 @@
 Public API: `evaluate` (drop-in for ``ranx.evaluate``), `evaluate_arrays`
 (torchmetrics-style ``indexes, preds, target``), `compare` (for
 ``ranx.compare``), `census` (how tied a run is), the result types, the readers,
-and ranx's ``Qrels``/``Run`` re-exported for convenience.
+ranx's ``Qrels``/``Run`` re-exported for convenience, and `datasets` (the bundled
+Cranfield collection and runs).
 
 Importing tieaware is cheap: each name is imported on first use (PEP 562), so
 ``import tieaware`` loads neither numba nor pandas, ranx, scipy, matplotlib or
@@ -14,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # public name -> module that defines it (relative to this package, or an absolute one)
 _EXPORTS = {
@@ -38,11 +39,15 @@ _EXPORTS = {
     "Run": "ranx",
 }
 
-__all__ = [*_EXPORTS, "__version__"]
+# submodules reachable as attributes after `import tieaware`, imported on first use
+_SUBMODULES = ("datasets",)
+
+__all__ = [*_EXPORTS, *_SUBMODULES, "__version__"]
 
 if TYPE_CHECKING:  # what static tools see; at run time `__getattr__` imports on demand
     from ranx import Qrels, Run
 
+    from . import datasets
     from .arrays import evaluate_arrays
     from .comparison import ComparisonReport, compare
     from .errors import InputError, TieawareError, UnknownMetricError
@@ -55,6 +60,8 @@ if TYPE_CHECKING:  # what static tools see; at run time `__getattr__` imports on
 
 
 def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)  # importing binds it in globals()
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'tieaware' has no attribute {name!r}")

@@ -13,7 +13,14 @@ OBSERVERS: list[Callable] = []
 @contextmanager
 def observe_checks(observer: Callable) -> Iterator[None]:
     """Call ``observer(stability)`` after every `check_tie_stability` / `assert_tie_stable` inside
-    the ``with`` block (the pytest plugin records each test's checks this way)."""
+    the ``with`` block (the pytest plugin records each test's checks this way).
+
+    Args:
+        observer: called with each check's `TieStability`.
+
+    Returns:
+        A context manager; the observer is removed when the block ends.
+    """
     OBSERVERS.append(observer)
     try:
         yield

@@ -272,12 +272,33 @@ def read_trec_run(path) -> dict:
 
     The rank column and fields after the sixth are ignored, as trec_eval does;
     scores decide the order.
+
+    Args:
+        path: a ``qid Q0 docid rank score tag`` file, plain or gzip/bzip2/xz-compressed.
+
+    Returns:
+        ``{qid: {docid: score}}`` with float scores.
+
+    Raises:
+        InputError: a malformed line, named by file and line number (a missing file is a
+            `MissingFileError`, also a `FileNotFoundError`).
     """
     return _read_trec(path, kind="run")
 
 
 def read_trec_qrels(path) -> dict:
-    """Read a TREC qrels file (plain or compressed) into ``{qid: {docid: grade}}``; grades are integers."""
+    """Read a TREC qrels file (plain or compressed) into ``{qid: {docid: grade}}``; grades are integers.
+
+    Args:
+        path: a ``qid iter docid grade`` file, plain or gzip/bzip2/xz-compressed.
+
+    Returns:
+        ``{qid: {docid: grade}}`` with integer grades.
+
+    Raises:
+        InputError: a malformed line or a fractional grade, named by file and line number (a
+            missing file is a `MissingFileError`, also a `FileNotFoundError`).
+    """
     return _read_trec(path, kind="qrels")
 
 
@@ -496,6 +517,18 @@ def load_mteb_predictions(predictions, subset: str | None = None, split: str | N
     one there is; with several, an error lists them. MTEB keeps each query's ``top_k``
     documents with ``torch.topk``, which cuts through tie groups: save predictions with a
     ``top_k`` deeper than the deepest cutoff evaluated (docs/ecosystem.md).
+
+    Args:
+        predictions: the path of a ``{Task}_predictions.json`` file, or its parsed dict.
+        subset: the subset to read (default: the only one).
+        split: the split to read (default: the only one).
+
+    Returns:
+        The run ``{query_id: {doc_id: score}}``.
+
+    Raises:
+        InputError: the subset or split is missing or ambiguous (the message lists those there
+            are), or the file is not MTEB predictions.
     """
     if isinstance(predictions, (str, os.PathLike)):
         path = _checked_path(predictions, "MTEB predictions")

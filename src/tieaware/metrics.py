@@ -2,7 +2,7 @@
 
 Every name, its syntaxes, cutoff and parameters are declared once, in
 `REGISTRY`; the parser, the "unknown metric" message, `list_metrics` (and
-``tieaware eval --list-metrics``) and the README's metric table
+``tieaware eval --list-metrics``) and the metric table of docs/evaluate.md
 (`markdown_table`) are all generated from it.
 
 trec_eval names also parse with ``_`` instead of ``.`` (``ndcg_cut_10``, the keys
@@ -202,7 +202,7 @@ def _typed(entry: Name) -> str:
 
 
 def markdown_table() -> str:
-    """The README's metric table: one row per family (and gain), one column per syntax."""
+    """The metric table of docs/evaluate.md: one row per family (and gain), one column per syntax."""
     rows: dict = {}
     for entry in REGISTRY:
         key = (entry.family, entry.gain)
@@ -257,6 +257,13 @@ def _parse_cutoff(text: str | None, name: str, takes: str, syntax: str = "") -> 
 
 def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
     """Parse one metric name in ranx, trec_eval or ir_measures syntax.
+
+    Args:
+        name: e.g. ``"ndcg@10"``, ``"ndcg_cut.10"`` or ``"nDCG@10"``.
+        relevance_level: grades at or above it are relevant, unless the name sets its own.
+
+    Returns:
+        The `MetricSpec` (family, cutoff, level, parameters) the kernels evaluate.
 
     Raises:
         UnknownMetricError: the name is in none of the syntaxes; the message lists them.

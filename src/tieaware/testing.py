@@ -107,6 +107,9 @@ def check_tie_stability(qrels, run, metrics, *, max_range=None, max_abs_bias=Non
             Each limit is a number >= 0, a ``{metric: number}`` mapping, or None or ``math.inf``
             (not checked).
         dtype: a label for reports (e.g. ``"bf16"`` or ``torch.bfloat16``); not used in the check.
+
+    Returns:
+        A `TieStability`: the results, the limits that were set and the violations per metric.
     """
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     given = {"max_range": max_range, "max_abs_bias": max_abs_bias, "max_std": max_std}
@@ -131,12 +134,21 @@ def assert_tie_stable(qrels, run, metrics, *, max_range=None, max_abs_bias=None,
                       dtype=None):
     """Assert that no metric moves more under tie order than its limits allow.
 
-    Arguments as `check_tie_stability`. Returns what `tieaware.evaluate` returns (a `MetricResult`
-    for one metric name, else an `EvaluationReport`). Raises `TieInstabilityError` (an
-    AssertionError) whose message tables every metric (expected, oblivious, min, max, range, bias,
-    limit, queries with ties) and the five queries with the widest range of each failing metric.
     Under pytest with tieaware's plugin, every call is recorded in the "tie stability" summary and
     the ``--tie-json`` report.
+
+    Args:
+        qrels, run, metrics, max_range, max_abs_bias, max_std, oblivious, relevance_level, make_comparable, dtype:
+            as `check_tie_stability`.
+
+    Returns:
+        What `tieaware.evaluate` returns: a `MetricResult` for one metric name, else an
+        `EvaluationReport`.
+
+    Raises:
+        TieInstabilityError: (an AssertionError) a limit is exceeded; its message tables every
+            metric (expected, oblivious, min, max, range, bias, limit, queries with ties) and the
+            five queries with the widest range of each failing metric.
     """
     __tracebackhide__ = True  # pytest shows the test's line, not this one
     stability = check_tie_stability(qrels, run, metrics, max_range=max_range, max_abs_bias=max_abs_bias,

@@ -19,12 +19,11 @@ Sources and licences:
   100th, and trec_eval / tie-expected reference values: generated for tieaware,
   MIT.
 
-Examples
---------
->>> from tieaware.datasets import cranfield
->>> data = cranfield()
->>> data.qrels.name, sorted(data.runs)
-('qrels.trec.gz', ['bf16', 'bf16-upcast', 'fp32'])
+Examples:
+    >>> from tieaware.datasets import cranfield
+    >>> data = cranfield()
+    >>> data.qrels.name, sorted(data.runs)
+    ('qrels.trec.gz', ['bf16', 'bf16-upcast', 'fp32'])
 """
 from __future__ import annotations
 
@@ -46,11 +45,15 @@ RUN_TAGS = ("fp32", "bf16", "bf16-upcast")
 def path(relative: str | Path) -> Path:
     """The path of a bundled data file, e.g. ``path("cranfield/qrels.trec.gz")``.
 
-    Raises
-    ------
-    FileNotFoundError
-        If no such file was installed, naming the file, the data folder and the
-        files it does hold.
+    Args:
+        relative: the file's path inside the data folder.
+
+    Returns:
+        The file's absolute path.
+
+    Raises:
+        FileNotFoundError: If no such file was installed (a `MissingFileError`), naming
+            the file, the data folder and the files it does hold.
     """
     target = DATA_DIR / relative
     if not target.is_file():
@@ -66,20 +69,15 @@ def path(relative: str | Path) -> Path:
 class CranfieldFiles:
     """Paths of the bundled Cranfield files (all gzip-compressed).
 
-    Attributes
-    ----------
-    qrels : Path
-        ``cranfield/qrels.trec.gz``: 1,837 judgements for 225 queries, grades 1..4.
-    queries : Path
-        ``cranfield/queries.jsonl.gz``: 225 ``{"_id", "text", "orig_I"}`` records.
-    corpus : Path
-        ``cranfield/corpus.jsonl.gz``: 1,400 ``{"_id", "title", "text", "author", "bib"}`` records.
-    runs : Mapping[str, Path]
-        all-MiniLM-L6-v2 TREC runs by tag: ``"fp32"``, ``"bf16"`` (many exact ties),
-        ``"bf16-upcast"`` (bf16 embeddings, fp32 dot product).
-    reference_values : Path
-        ``cranfield/runs/reference_values.json.gz``: per-query and mean trec_eval and
-        tie-expected values of the three runs.
+    Attributes:
+        qrels (Path): ``cranfield/qrels.trec.gz``: 1,837 judgements for 225 queries, grades 1..4.
+        queries (Path): ``cranfield/queries.jsonl.gz``: 225 ``{"_id", "text", "orig_I"}`` records.
+        corpus (Path): ``cranfield/corpus.jsonl.gz``: 1,400 ``{"_id", "title", "text", "author", "bib"}``
+            records.
+        runs (Mapping[str, Path]): all-MiniLM-L6-v2 TREC runs by tag: ``"fp32"``, ``"bf16"`` (many
+            exact ties), ``"bf16-upcast"`` (bf16 embeddings, fp32 dot product).
+        reference_values (Path): ``cranfield/runs/reference_values.json.gz``: per-query and mean
+            trec_eval and tie-expected values of the three runs.
     """
 
     qrels: Path
@@ -97,34 +95,27 @@ def cranfield(root: str | Path | None = None) -> CranfieldFiles:
     freely redistributed research data). Runs generated for tieaware (MIT) with
     sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0).
 
-    Parameters
-    ----------
-    root : str or Path, default=None
-        A folder with the same layout to read instead of the bundled data
-        (``qrels.trec``, ``queries.jsonl``, ``corpus.jsonl``,
-        ``runs/minilm-<tag>.trec``, ``runs/reference_values.json``), each file plain
-        or gzipped (``.gz``). There the runs and reference values are optional:
-        ``runs`` holds the runs found, ``reference_values`` is None when absent.
+    Args:
+        root: A folder with the same layout to read instead of the bundled data
+            (``qrels.trec``, ``queries.jsonl``, ``corpus.jsonl``,
+            ``runs/minilm-<tag>.trec``, ``runs/reference_values.json``), each file plain
+            or gzipped (``.gz``). There the runs and reference values are optional:
+            ``runs`` holds the runs found, ``reference_values`` is None when absent.
 
-    Returns
-    -------
-    CranfieldFiles
-        A frozen dataclass of `pathlib.Path`: ``qrels``, ``queries``, ``corpus``,
+    Returns:
+        A frozen `CranfieldFiles` of `pathlib.Path`: ``qrels``, ``queries``, ``corpus``,
         ``runs`` (a read-only dict by tag ``"fp32"``, ``"bf16"``, ``"bf16-upcast"``)
         and ``reference_values``.
 
-    Raises
-    ------
-    FileNotFoundError
-        If a file is missing from the installation (see `path`), or qrels,
-        queries or corpus from ``root``.
+    Raises:
+        FileNotFoundError: If a file is missing from the installation (see `path`), or
+            qrels, queries or corpus from ``root``.
 
-    Examples
-    --------
-    >>> import tieaware
-    >>> from tieaware.datasets import cranfield
-    >>> data = cranfield()
-    >>> res = tieaware.evaluate(data.qrels, data.runs["bf16"], "ndcg@10")  # doctest: +SKIP
+    Examples:
+        >>> import tieaware
+        >>> from tieaware.datasets import cranfield
+        >>> data = cranfield()
+        >>> res = tieaware.evaluate(data.qrels, data.runs["bf16"], "ndcg@10")  # doctest: +SKIP
     """
     if root is None:
         return CranfieldFiles(

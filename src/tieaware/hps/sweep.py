@@ -151,7 +151,23 @@ def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, 
     Regimes: 'fp32', 'bf16', 'bf16+hps', 'bf16+hps_head' (fp16 likewise); for a BiEncoder also quantized
     retrieval, e.g. QUANTIZED_REGIMES = ('int8', 'int8+rescore', 'binary', 'binary+rescore'), which share
     the fp32 forward pass (scorer_kwargs ranges= / rescore_k= / keep_full= apply to them).
-    Returns a SweepResult (print it for the tables; ``summary()`` for one row per regime)."""
+
+    Args:
+        scorer_class: `BiEncoder`, `CrossEncoder` or `YesNoReranker`.
+        model, tokenizer: a loaded model (and its tokenizer) or a local model path.
+        queries, corpus: ``{id: text}``.
+        qrels: the judgments, in any form `tieaware.evaluate` reads.
+        candidates: a run to rerank; None lets a BiEncoder search the corpus.
+        k: keep the top k per query plus every document tied with the k-th (None: all).
+        metrics, oblivious, make_comparable: as `tieaware.evaluate`.
+        regimes: the regimes to run (default `default_regimes`: fp32, bf16, bf16+hps, bf16+hps_head,
+            and the fp16 ones on a CUDA device).
+        census_ks: the cutoffs of the tie census.
+        device, show_progress, scorer_kwargs: passed to each scorer.
+
+    Returns:
+        A `SweepResult`: print it for the tables; ``summary()`` gives one row per regime.
+    """
     import tieaware
 
     for name in ("quantize", "hps", "dtype"):

@@ -1,0 +1,153 @@
+"""Every ```python block in README.md and docs/*.md runs as it is written.
+
+Each file's blocks run in order in one namespace (a later block may use what an earlier one
+defined), with a temporary folder as the working directory. Blocks fenced as anything else
+(```text, ```bash, ```console, a bare fence) are shown, not run.
+"""
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+
+
+def python_blocks(text: str) -> list[tuple[int, str]]:
+    """(line number, source) of each ```python block, in order."""
+    return [(text.count("\n", 0, match.start()) + 2, match.group(1)) for match in FENCE.finditer(text)]
+
+
+def test_the_fence_pattern_finds_python_blocks_only():
+    text = "x\n```python\na = 1\n```\n```text\nb = 2\n```\n```bash\nc\n```\n```python\nd = a\n```\n"
+    assert python_blocks(text) == [(3, "a = 1\n"), (12, "d = a\n")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", FILES, ids=[p.relative_to(ROOT).as_posix() for p in FILES])
+def test_python_blocks_run(path, tmp_path, monkeypatch):
+    blocks = python_blocks(path.read_text(encoding="utf-8"))
+    if not blocks:
+        return  # a page with no Python to run
+    if any("import torch" in source or "tieaware.hps" in source for _, source in blocks):
+        pytest.importorskip("torch")  # the hps extra; CI installs it
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    namespace = {"__name__": f"docs_{path.stem}"}
+    for line, source in blocks:
+        try:
+            exec(compile(source, f"{path.name}:{line}", "exec"), namespace)  # noqa: S102
+        except Exception as exc:
+            raise AssertionError(f"{path.relative_to(ROOT)}, the python block at line {line} failed: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+    assert os.getcwd() == str(tmp_path)
+
+
+def test_readme_tie_example_says_what_the_tools_return():
+    ranx = pytest.importorskip("ranx")
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    import tieaware
+
+    qrels = {"q1": {"d1": 1, "d3": 1}}
+    run = {"q1": {"d1": 0.75, "d2": 0.75, "d3": 0.5, "d4": 0.5}}
+    assert ranx.evaluate(qrels, run, "mrr") == 0.5
+    assert ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), "mrr") == 1.0
+    assert pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(run)["q1"]["recip_rank"] == 0.5
+    res = tieaware.evaluate(qrels, run, "mrr")
+    assert res == 0.75 and (res.min, res.max, res.range, res.bias) == (0.5, 1.0, 0.5, -0.25)
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
+
+
+def test_readme_links_point_to_files_that_exist():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = [m.group(1) for m in LINK.finditer(text) if "://" not in m.group(1)]
+    assert targets, "the README links to no file"
+    missing = [t for t in targets if not (ROOT / t).exists()]
+    assert not missing, f"README links to missing files: {missing}"
+
+
+def test_readme_performance_rows_come_from_the_generated_benchmark_table():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Performance", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) >= 3, "the README's performance table is missing"
+    generated = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    assert [row for row in rows if row not in generated] == []
+
+
+# ------------------------------------------------------------------ every public name documented
+SECTION = {name: re.compile(rf"^\s*(?:{name}):\s*$", re.M) for name in ("Args", "Returns|Yields")}
+
+
+def _public_modules() -> list[str]:
+    import pkgutil
+
+    import tieaware.integrations
+
+    integrations = [f"tieaware.integrations.{m.name}" for m in pkgutil.iter_modules(tieaware.integrations.__path__)]
+    return ["tieaware", "tieaware.datasets", "tieaware.errors", "tieaware.testing", "tieaware.hps", *integrations]
+
+
+def _undocumented(module) -> list[str]:
+    """Public functions and classes of module (its __all__) without a docstring in Google style
+    with an Args section (when it takes arguments) and a Returns section (unless it returns None)."""
+    import inspect
+
+    problems = []
+    for name in getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]:
+        obj = getattr(module, name)
+        if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+            continue
+        if getattr(obj, "__module__", "").split(".")[0] not in ("tieaware", "pytest_tieaware"):
+            continue  # re-exported from another library (ranx's Qrels and Run)
+        doc = inspect.getdoc(obj) or ""
+        if not doc.strip():
+            problems.append(f"{name}: no docstring")
+            continue
+        if inspect.isfunction(obj):
+            signature = inspect.signature(obj)
+            if [p for p in signature.parameters if p not in ("self", "cls")] and not SECTION["Args"].search(doc):
+                problems.append(f"{name}: no Args section")
+            if signature.return_annotation not in (None, "None") and not SECTION["Returns|Yields"].search(doc):
+                problems.append(f"{name}: no Returns section")
+    return problems
+
+
+@pytest.mark.parametrize("name", _public_modules())
+def test_every_public_function_and_class_is_documented(name):
+    import importlib
+
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:  # an optional extra that is not installed (CI installs them all)
+        pytest.skip(f"{name} needs {exc.name}")
+    assert _undocumented(module) == []
+
+
+def test_the_documentation_check_fails_on_an_undocumented_function():
+    import types
+
+    module = types.ModuleType("tieaware.fake")
+
+    def documented(x) -> int:
+        """What.
+
+        Args:
+            x: a number.
+
+        Returns:
+            Another.
+        """
+
+    def bare(x) -> int:
+        """What, without sections."""
+
+    for function in (documented, bare):
+        function.__module__ = "tieaware.fake"
+    module.__all__ = ["documented", "bare"]
+    module.documented, module.bare = documented, bare
+    assert _undocumented(module) == ["bare: no Args section", "bare: no Returns section"]
