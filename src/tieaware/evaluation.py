@@ -59,8 +59,8 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
     ranx's arbitrary tie order (that one is ``.oblivious`` with
     ``oblivious="ranx"``); conventions are trec_eval's, so tie-free results
     equal pytrec_eval's (P@k divides by k, R counts unretrieved relevant
-    documents, negative grades are non-relevant and ignored by bpref); results
-    are not written into the run unless ``save_results_in_run=True``.
+    documents, negative grades are non-relevant and ignored by bpref); and
+    ``save_results_in_run`` is off by default (see below).
 
     Args:
         qrels: ranx ``Qrels``, ``{qid: {docid: grade}}``, a TREC qrels path or a DataFrame.
@@ -74,7 +74,10 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             ``NUMBA_NUM_THREADS``); results do not depend on it. Plain Python threads run
             kernels that release the GIL (`tieaware.threads`), so calls from several Python
             threads at once are safe and numba's global settings are never changed.
-        save_results_in_run: write E[M] into a ranx ``Run``'s ``mean_scores``/``scores`` as ranx does.
+        save_results_in_run: False (the default; ranx's is True): the run is never modified. True:
+            as ranx does, E[M] is written into a ranx ``Run``: the mean in ``run.mean_scores[name]``,
+            per query in ``run.scores[name][query_id]`` and, with ``return_std``, the spread across
+            queries in ``run.std_scores[name]``; a run that is not a ranx ``Run`` raises `InputError`.
         make_comparable: score queries in the qrels but not in the run as empty
             (0) and drop run queries without qrels, instead of raising.
         oblivious: whose tie order gives ``.oblivious``: "trec_eval" (pytrec_eval,
@@ -126,7 +129,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         warnings.warn("No queries to evaluate (empty qrels and run): every result is NaN.", RuntimeWarning,
                       stacklevel=2)
     if save_results_in_run:
-        _save_in_run(run, results)
+        _save_in_run(run, results, return_std)
     if not return_mean:
         out = {name: r.per_query_values("expected") for name, r in results.items()}
     elif return_std:
@@ -184,9 +187,12 @@ def _finite_stats(lists: RankedLists, judged: Judged, spec: MetricSpec) -> np.nd
     return stats
 
 
-def _save_in_run(run, results: dict) -> None:
+def _save_in_run(run, results: dict, return_std: bool) -> None:
     if not is_ranx_run(run):
         raise InputError("save_results_in_run=True needs a ranx Run.")
     for name, r in results.items():
+        values = r.per_query_values("expected")
         run.mean_scores[name] = r.expected
-        run.scores[name] = dict(zip(r.query_ids, r.per_query_values("expected").tolist()))
+        run.scores[name] = dict(zip(r.query_ids, values.tolist()))
+        if return_std:
+            run.std_scores[name] = float(values.std()) if values.size else math.nan
