@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from .errors import InputError, QueryValueError
-from .inputs import QrelsLike, RunLike, is_ranx_run
+from .inputs import QrelsLike, RunLike, is_ranx_run, without_identical_ids
 from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricsLike, MetricSpec, parse_metrics
 from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ir_measures_order, ranked_lists
@@ -46,8 +46,8 @@ def metric_stats(lists: RankedLists | Judged, spec: MetricSpec, oblivious: str =
 def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: bool = True,
              return_std: bool = False, threads: int = 0, save_results_in_run: bool = False,
              make_comparable: bool = False, *, oblivious: str = "trec_eval", relevance_level: float = 1,
-             stream: bool | int = False, per_query_out: str | os.PathLike | None = None
-             ) -> MetricResult | EvaluationReport | dict:
+             stream: bool | int = False, per_query_out: str | os.PathLike | None = None,
+             ignore_identical_ids: bool = False) -> MetricResult | EvaluationReport | dict:
     """Tie-aware evaluation; the same call as ``ranx.evaluate``.
 
     For every query and metric it computes, exactly and without sampling, the
@@ -90,6 +90,10 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             (True: 1,000 queries a chunk; an int: that many), so memory grows with the
             chunk, not the run. Results equal the in-memory path exactly. A file not
             grouped by query is partitioned by query first (`tieaware.streaming`).
+        ignore_identical_ids: BEIR's convention (``EvaluateRetrieval.evaluate``'s default): a
+            retrieved document whose id equals its query's id is dropped before ranking
+            (`tieaware.inputs.without_identical_ids`; the run given is not changed, where BEIR pops
+            them from it). False (the default): every document counts, as trec_eval counts it.
         per_query_out: a path; per-query rows (metric, query, statistics) are written there
             as TSV as they are produced (``.parquet``: Parquet at the end), for
             `tieaware.streaming.merge` of sharded evaluations.
@@ -114,10 +118,12 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
 
             query_ids, frames = evaluate_stream(qrels, run, specs, make_comparable, oblivious,
                                                 chunk_queries=None if stream is True else stream,
-                                                per_query_out=per_query_out)
+                                                per_query_out=per_query_out,
+                                                ignore_identical_ids=ignore_identical_ids)
             results = {spec.name: MetricResult(spec.name, frames[spec.name], oblivious) for spec in specs}
         else:
-            query_ids, tables = per_query_tables(qrels, run, specs, make_comparable, oblivious)
+            query_ids, tables = per_query_tables(qrels, run, specs, make_comparable, oblivious,
+                                                 ignore_identical_ids)
             results = {spec.name: MetricResult.from_table(spec.name, query_ids, tables[spec.name], oblivious)
                        for spec in specs}
             if per_query_out is not None:
@@ -141,9 +147,13 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
     return next(iter(out.values())) if single else out
 
 
-def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str):
+def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str,
+                     ignore_identical_ids: bool = False):
     """(query ids, {metric name: per-query table (Q, 5), `metric_stats`' columns}) of one qrels/run
-    pair held in memory. The tables are read-only: they are cached with a ranx Run's conversion."""
+    pair held in memory. The tables are read-only: they are cached with a ranx Run's conversion.
+    ``ignore_identical_ids``: BEIR's convention (`tieaware.inputs.without_identical_ids`)."""
+    if ignore_identical_ids:
+        run = without_identical_ids(run)
     lists = ranked_lists(qrels, run, make_comparable)
     tables = {}
     this_call = {}  # per tie order, the kept `Judged` with flags shared by this call's metrics only

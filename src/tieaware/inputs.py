@@ -484,6 +484,47 @@ def string_keys(docs: Mapping, kind: str, qid: str) -> Mapping:
     return out
 
 
+# ------------------------------------------------------------------ BEIR
+def without_identical_ids(run):
+    """The run without documents whose id equals their query's id: BEIR's convention
+    (``EvaluateRetrieval.evaluate(..., ignore_identical_ids=True)``, for corpora where a query is
+    also a document). BEIR pops them from the caller's dict; here the caller's run is never
+    changed: a ranx ``Run`` or dict without such documents comes back as it is, otherwise a new
+    one (a ranx ``Run`` keeps its name and order, so ranx's tie order is that of the run
+    with those documents popped). Ids are compared as strings (tieaware's id rule).
+    """
+    run = load_run(run)
+    if is_ranx_run(run):
+        typed = run.run
+        hits = [q for q in typed.keys() if q in typed[q]]
+        if not hits:
+            return run
+        return _ranx_run_without(run, set(hits))
+    if not any(q in docs for q, docs in run.items()):
+        return run
+    return {q: {d: v for d, v in docs.items() if d != q} if q in docs else docs for q, docs in run.items()}
+
+
+def _ranx_run_without(run, queries: set):
+    """A new ranx ``Run`` sharing ``run``'s per-query tables, but for `queries`, each copied without
+    the document named as the query (insertion order kept)."""
+    import ranx
+    from numba import types
+    from numba.typed import Dict as TypedDict
+
+    out = ranx.Run(name=run.name)
+    out.sorted = run.sorted
+    for q, docs in run.run.items():
+        if q in queries:
+            kept = TypedDict.empty(key_type=types.unicode_type, value_type=types.float64)
+            for d, score in docs.items():
+                if d != q:
+                    kept[d] = score
+            docs = kept
+        out.run[q] = docs
+    return out
+
+
 # ------------------------------------------------------------------ MTEB
 def load_mteb_predictions(predictions, subset: str | None = None, split: str | None = None) -> dict:
     """The run ``{query_id: {doc_id: score}}`` of one subset and split of MTEB retrieval predictions.
@@ -572,4 +613,4 @@ def _load(obj, kind: str, doc_ids: bool = True):
 
 __all__ = ["QrelsLike", "RunLike", "file_stem", "iter_lines", "load_mteb_predictions", "load_qrels", "load_run",
            "open_text", "read_text",
-           "read_trec_qrels", "read_trec_run", "is_ranx_qrels", "is_ranx_run"]
+           "read_trec_qrels", "read_trec_run", "is_ranx_qrels", "is_ranx_run", "without_identical_ids"]
