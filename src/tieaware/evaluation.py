@@ -63,8 +63,11 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
     ``save_results_in_run`` is off by default (see below).
 
     Args:
-        qrels: ranx ``Qrels``, ``{qid: {docid: grade}}``, a TREC qrels path or a DataFrame.
-        run: ranx ``Run``, ``{qid: {docid: score}}``, a TREC run path or a DataFrame.
+        qrels: ranx ``Qrels``, ``{qid: {docid: grade}}``, a TREC qrels path or open file, a DataFrame
+            or records (`tieaware.inputs`).
+        run: ranx ``Run``, ``{qid: {docid: score}}``, a run file's path or an open file (TREC,
+            ``qid<TAB>docid<TAB>score``, sentence-transformers predictions ``.jsonl``, JSON, Parquet),
+            a DataFrame or records (`tieaware.inputs`).
         metrics: a name or a list of names in ranx, trec_eval or ir_measures syntax
             (``"ndcg@10"``, ``"ndcg_cut.10"``, ``"nDCG@10"``); see `tieaware.metrics`.
         return_mean: False gives, per metric, a numpy array of per-query E[M]

@@ -10,6 +10,10 @@ PyTerrier's (``qid``, ``docno``, ``label``/``score``); ir_measures / ir_datasets
 records (a list, iterator or generator of ``Qrel``/``TrecQrel`` with ``query_id,
 doc_id, relevance`` or ``ScoredDoc`` with ``query_id, doc_id, score``, recognised
 by those names and read once). MTEB predictions files: `load_mteb_predictions`.
+Runs also as sentence-transformers' ``write_predictions`` ``.jsonl`` and as
+``qid<TAB>docid<TAB>score`` lines (`read_tsv_run`: a first line of three
+tab-separated fields; a TREC run line has six columns). An open file or
+``io.StringIO`` is read where a path is (`_from_file_object`).
 
 Files may be gzip, bzip2 or xz compressed (recognised by their first bytes,
 whatever their name) and may start with a UTF-8 byte-order mark. TREC files
