@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from .errors import InputError, QueryValueError
-from .inputs import QrelsLike, RunLike, is_ranx_run, without_identical_ids
+from .inputs import QrelsLike, RunLike, is_ranx_qrels, is_ranx_run, load_qrels, load_run, without_identical_ids
 from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricsLike, MetricSpec, parse_metrics
 from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ir_measures_order, ranked_lists
@@ -35,6 +35,9 @@ def metric_stats(lists: RankedLists | Judged, spec: MetricSpec, oblivious: str =
     Dispatches on ``spec.family`` (`tieaware.kernels.families.FAMILIES`); a `Judged`
     (from `judged_lists`) already carries its tie order, and ``oblivious`` is then ignored.
     """
+    if spec.judged_only:
+        raise InputError(f"{spec.name}: judged_only removes documents from the run; evaluate it with "
+                         "tieaware.evaluate (per_query_tables), not on ranked lists built from the whole run.")
     judged = lists if isinstance(lists, Judged) else judged_lists(lists, tie_order(spec, oblivious))
     if spec.grade_map is not None:
         judged = judged.regraded(dict(spec.grade_map))
@@ -157,6 +160,8 @@ def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool,
     ``ignore_identical_ids``: BEIR's convention (`tieaware.inputs.without_identical_ids`)."""
     if ignore_identical_ids:
         run = without_identical_ids(run)
+    if any(spec.judged_only for spec in specs):
+        return _with_judged_only(qrels, run, specs, make_comparable, oblivious)
     lists = ranked_lists(qrels, run, make_comparable)
     tables = {}
     this_call = {}  # per tie order, the kept `Judged` with flags shared by this call's metrics only
@@ -173,6 +178,25 @@ def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool,
             lists.stats[key] = stats
         tables[spec.name] = lists.stats[key]
     return lists.query_ids, tables
+
+
+def _with_judged_only(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str):
+    """`per_query_tables` of specs some of which are ``judged_only`` (ir_measures' parameter, trec_eval's
+    -J): those are computed on the run without its unjudged documents (a new dict, the query set and
+    order kept), the others on the run as given."""
+    qrels = load_qrels(qrels)
+    qrels = qrels.to_dict() if is_ranx_qrels(qrels) else qrels
+    run = load_run(run)
+    judged_run = {q: {d: s for d, s in docs.items() if d in qrels.get(q, ())}
+                  for q, docs in (run.to_dict() if is_ranx_run(run) else run).items()}
+    plain = [spec for spec in specs if not spec.judged_only]
+    only = [dataclasses.replace(spec, judged_only=False) for spec in specs if spec.judged_only]
+    query_ids, tables = per_query_tables(qrels, judged_run, only, make_comparable, oblivious)
+    if plain:
+        plain_ids, plain_tables = per_query_tables(qrels, run, plain, make_comparable, oblivious)
+        assert plain_ids == query_ids  # the same queries in the same order: only documents were removed
+        tables.update(plain_tables)
+    return query_ids, {spec.name: tables[spec.name] for spec in specs}
 
 
 def _check_arguments(oblivious, relevance_level, threads) -> None:
