@@ -117,6 +117,13 @@ def test_ranks_in_the_third_column_are_refused_then_read_when_named(tmp_path):
     assert load_run(path)["q1"] == {"d3": 1.0, "d1": 1.0, "d2": 1.0}
 
 
+def test_streaming_a_tsv_run_says_what_to_do(tmp_path):
+    path = tmp_path / "run.tsv"
+    path.write_text(tsv(RUN))
+    with pytest.raises(InputError, match="qid<TAB>docid<TAB>score run .* is read in memory"):
+        tieaware.evaluate(QRELS, str(path), "mrr", stream=True)
+
+
 @pytest.mark.parametrize("text, match", [
     ("q1\td1\t0.5\nq1\td2\n", r"run.tsv:2: a tab-separated run line"),
     ("q1\td1\t0.5\nq1\td2\tx\n", r"run.tsv:2: score 'x' is not a number"),
