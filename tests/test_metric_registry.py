@@ -78,7 +78,7 @@ def test_fractional_trec_eval_cutoffs_truncate_as_trec_eval_does():
 @pytest.mark.parametrize("name,message", [
     ("nDCG(rel=2)@10", "nDCG takes no parameter rel"), ("Judged(rel=2)@5", "Judged takes no parameter rel"),
     ("Rprec(p=0.5)", "Rprec takes no parameter p"), ("nDCG(gains=1)@10", "gains= takes a dict"),
-    ("P(judged_only=1)@5", "not supported by tieaware yet"), ("nDCG(dcg=log10)@10", "not one of ir_measures'"),
+    ("SetF(beta=2)", "not supported by tieaware yet"), ("nDCG(dcg=log10)@10", "not one of ir_measures'"),
     ("nDCG(dcg='exp-log2')", "with a cutoff @k"), ("AP(dcg=log2)", "AP takes no parameter dcg"),
 ])
 def test_parameters_ir_measures_rejects_or_tieaware_lacks_are_errors(name, message):

@@ -312,10 +312,10 @@ def _evaluate_file(qrels, path, metrics: list, args):
     ``--stream`` learns the run's queries only by reading it, so a run whose queries differ from the qrels'
     is read a second time."""
     from .evaluation import evaluate
-    from .inputs import load_run
+    from .inputs import load_run, without_identical_ids
 
     options = dict(oblivious=args.oblivious, relevance_level=args.relevance_level,
-                   per_query_out=args.per_query_out)
+                   per_query_out=args.per_query_out, ignore_identical_ids=args.ignore_identical_ids)
     if args.stream:
         if args.max_docs is not None:
             raise InputError("-M reads each run in memory: drop --stream (or cut the run file first).")
@@ -329,6 +329,8 @@ def _evaluate_file(qrels, path, metrics: list, args):
                 raise QueryMismatchError(exc.missing, []) from None
             return evaluate(qrels, path, metrics, make_comparable=True, stream=args.stream, **options)
     run = load_run(path)
+    if args.ignore_identical_ids:  # before -M, as BEIR drops them before ranking
+        run = without_identical_ids(run)
     if isinstance(run, dict):
         run = _shared_queries(qrels, run, path, "eval")
         if args.max_docs is not None:
@@ -411,7 +413,7 @@ def cmd_compare(args) -> int:
                          n_permutations=args.permutations, max_p=args.max_p, random_seed=args.seed,
                          rounding_digits=args.digits, make_comparable=args.make_comparable,
                          oblivious=args.oblivious, relevance_level=args.relevance_level,
-                         show_progress=sys.stderr.isatty())
+                         show_progress=sys.stderr.isatty(), ignore_identical_ids=args.ignore_identical_ids)
     if args.output == "table":
         sys.stdout.write(report.to_table() + "\n")
     elif args.output == "latex":
@@ -542,6 +544,12 @@ def _evaluation_options() -> argparse.ArgumentParser:
     return common
 
 
+def _identical_ids_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ignore-identical-ids", action="store_true",
+                        help="drop retrieved documents whose id equals the query id, as BEIR's "
+                        "EvaluateRetrieval.evaluate does by default (trec_eval keeps them)")
+
+
 def _metric_option(parser: argparse.ArgumentParser, help_text: str, **kwargs) -> None:
     """``-m NAME``, once per name (trec_eval's habit), so options may come before or after the files."""
     parser.add_argument("-m", "--metric", dest="metrics", action="append", metavar="METRIC", help=help_text,
@@ -619,6 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--per-query-out", metavar="PATH",
                     help="write per-query rows (TSV, or .parquet) with the metrics, -l, tie order and tieaware "
                     "version, for `tieaware merge`; the file appears only once complete")
+    _identical_ids_option(ev)
     ev.set_defaults(handler=cmd_eval)
 
     mg = commands.add_parser("merge", help="combine per-query tables of shards into one report",
@@ -650,6 +659,7 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--plot", metavar="PNG", help="also draw the metric@k curves to this file")
     cp.add_argument("--fail-on-flag", action="store_true",
                     help="exit 1 when tie order alone could flip any comparison")
+    _identical_ids_option(cp)
     cp.set_defaults(handler=cmd_compare)
 
     ti = commands.add_parser("ties", help="tie census of runs",

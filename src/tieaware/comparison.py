@@ -317,7 +317,8 @@ def _aligned_expected(results: dict, metrics: list) -> dict:
 def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutations: int = 1000,
             max_p: float = 0.01, random_seed: int = 42, threads: int = 0, rounding_digits: int = 3,
             show_percentages: bool = False, make_comparable: bool = False, *, oblivious: str = "trec_eval",
-            relevance_level: int = 1, show_progress: bool = False) -> ComparisonReport:
+            relevance_level: int = 1, show_progress: bool = False,
+            ignore_identical_ids: bool = False) -> ComparisonReport:
     """Evaluate several runs tie-aware and test their differences; the same call as ``ranx.compare``.
 
     Significance tests use ranx's own code on the per-query expected values E[M]
@@ -343,6 +344,8 @@ def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutati
         oblivious: whose tie order gives the oblivious values: "trec_eval", "ranx" or "input".
         relevance_level: judgments >= this are relevant unless a metric name sets its own.
         show_progress: a progress bar over runs (shown only if evaluation takes over a second).
+        ignore_identical_ids: BEIR's convention: documents whose id equals the query id are
+            dropped from every run before ranking (see `evaluate`); the runs given are not changed.
 
     Returns:
         A `ComparisonReport`, a ``ranx`` ``Report`` (``model_names``, ``results``,
@@ -360,7 +363,8 @@ def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutati
     results = {}
     for name in progress(list(named), unit="run", desc="evaluating", show=show_progress, delay=1.0):
         results[name] = evaluate(qrels, named[name], metric_names, threads=threads, make_comparable=make_comparable,
-                                 oblivious=oblivious, relevance_level=relevance_level)
+                                 oblivious=oblivious, relevance_level=relevance_level,
+                                 ignore_identical_ids=ignore_identical_ids)
     aligned = _aligned_expected(results, metric_names)
     comparisons = None
     if stat_test is not None and len(results) > 1:

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from .errors import InputError, QueryValueError
-from .inputs import QrelsLike, RunLike, is_ranx_run
+from .inputs import QrelsLike, RunLike, is_ranx_qrels, is_ranx_run, load_qrels, load_run, without_identical_ids
 from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricsLike, MetricSpec, parse_metrics
 from .outputs import check_outputs
@@ -36,6 +36,9 @@ def metric_stats(lists: RankedLists | Judged, spec: MetricSpec, oblivious: str =
     Dispatches on ``spec.family`` (`tieaware.kernels.families.FAMILIES`); a `Judged`
     (from `judged_lists`) already carries its tie order, and ``oblivious`` is then ignored.
     """
+    if spec.judged_only:
+        raise InputError(f"{spec.name}: judged_only removes documents from the run; evaluate it with "
+                         "tieaware.evaluate (per_query_tables), not on ranked lists built from the whole run.")
     judged = lists if isinstance(lists, Judged) else judged_lists(lists, tie_order(spec, oblivious))
     if spec.grade_map is not None:
         judged = judged.regraded(dict(spec.grade_map))
@@ -47,8 +50,8 @@ def metric_stats(lists: RankedLists | Judged, spec: MetricSpec, oblivious: str =
 def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: bool = True,
              return_std: bool = False, threads: int = 0, save_results_in_run: bool = False,
              make_comparable: bool = False, *, oblivious: str = "trec_eval", relevance_level: float = 1,
-             stream: bool | int = False, per_query_out: str | os.PathLike | None = None
-             ) -> MetricResult | EvaluationReport | dict:
+             stream: bool | int = False, per_query_out: str | os.PathLike | None = None,
+             ignore_identical_ids: bool = False) -> MetricResult | EvaluationReport | dict:
     """Tie-aware evaluation; the same call as ``ranx.evaluate``.
 
     For every query and metric it computes, exactly and without sampling, the
@@ -60,12 +63,15 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
     ranx's arbitrary tie order (that one is ``.oblivious`` with
     ``oblivious="ranx"``); conventions are trec_eval's, so tie-free results
     equal pytrec_eval's (P@k divides by k, R counts unretrieved relevant
-    documents, negative grades are non-relevant and ignored by bpref); results
-    are not written into the run unless ``save_results_in_run=True``.
+    documents, negative grades are non-relevant and ignored by bpref); and
+    ``save_results_in_run`` is off by default (see below).
 
     Args:
-        qrels: ranx ``Qrels``, ``{qid: {docid: grade}}``, a TREC qrels path or a DataFrame.
-        run: ranx ``Run``, ``{qid: {docid: score}}``, a TREC run path or a DataFrame.
+        qrels: ranx ``Qrels``, ``{qid: {docid: grade}}``, a TREC qrels path or open file, a DataFrame
+            or records (`tieaware.inputs`).
+        run: ranx ``Run``, ``{qid: {docid: score}}``, a run file's path or an open file (TREC,
+            ``qid<TAB>docid<TAB>score``, sentence-transformers predictions ``.jsonl``, JSON, Parquet),
+            a DataFrame or records (`tieaware.inputs`).
         metrics: a name or a list of names in ranx, trec_eval or ir_measures syntax
             (``"ndcg@10"``, ``"ndcg_cut.10"``, ``"nDCG@10"``); see `tieaware.metrics`.
         return_mean: False gives, per metric, a numpy array of per-query E[M]
@@ -75,7 +81,10 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             ``NUMBA_NUM_THREADS``); results do not depend on it. Plain Python threads run
             kernels that release the GIL (`tieaware.threads`), so calls from several Python
             threads at once are safe and numba's global settings are never changed.
-        save_results_in_run: write E[M] into a ranx ``Run``'s ``mean_scores``/``scores`` as ranx does.
+        save_results_in_run: False (the default; ranx's is True): the run is never modified. True:
+            as ranx does, E[M] is written into a ranx ``Run``: the mean in ``run.mean_scores[name]``,
+            per query in ``run.scores[name][query_id]`` and, with ``return_std``, the spread across
+            queries in ``run.std_scores[name]``; a run that is not a ranx ``Run`` raises `InputError`.
         make_comparable: score queries in the qrels but not in the run as empty
             (0) and drop run queries without qrels, instead of raising.
         oblivious: whose tie order gives ``.oblivious``: "trec_eval" (pytrec_eval,
@@ -93,6 +102,10 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             (True: 1,000 queries a chunk; an int: that many), so memory grows with the
             chunk, not the run. Results equal the in-memory path exactly. A file not
             grouped by query is partitioned by query first (`tieaware.streaming`).
+        ignore_identical_ids: BEIR's convention (``EvaluateRetrieval.evaluate``'s default): a
+            retrieved document whose id equals its query's id is dropped before ranking
+            (`tieaware.inputs.without_identical_ids`; the run given is not changed, where BEIR pops
+            them from it). False (the default): every document counts, as trec_eval counts it.
         per_query_out: a path; per-query rows (metric, query, statistics) are written there
             as TSV (``.parquet``: Parquet) with the metric names, relevance level, tie order and
             tieaware version, for `tieaware.streaming.merge` of sharded evaluations; the file
@@ -118,10 +131,12 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             from .streaming import evaluate_stream
 
             query_ids, frames = evaluate_stream(qrels, run, specs, make_comparable, oblivious,
-                                                chunk_queries=None if stream is True else stream)
+                                                chunk_queries=None if stream is True else stream,
+                                                ignore_identical_ids=ignore_identical_ids)
             results = {spec.name: MetricResult(spec.name, frames[spec.name], oblivious) for spec in specs}
         else:
-            query_ids, tables = per_query_tables(qrels, run, specs, make_comparable, oblivious)
+            query_ids, tables = per_query_tables(qrels, run, specs, make_comparable, oblivious,
+                                                 ignore_identical_ids)
             results = {spec.name: MetricResult.from_table(spec.name, query_ids, tables[spec.name], oblivious)
                        for spec in specs}
     if per_query_out is not None:
@@ -133,7 +148,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         warnings.warn("No queries to evaluate (empty qrels and run): every result is NaN.", RuntimeWarning,
                       stacklevel=2)
     if save_results_in_run:
-        _save_in_run(run, results)
+        _save_in_run(run, results, return_std)
     if not return_mean:
         out = {name: r.per_query_values("expected") for name, r in results.items()}
     elif return_std:
@@ -145,9 +160,15 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
     return next(iter(out.values())) if single else out
 
 
-def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str):
+def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str,
+                     ignore_identical_ids: bool = False):
     """(query ids, {metric name: per-query table (Q, 5), `metric_stats`' columns}) of one qrels/run
-    pair held in memory. The tables are read-only: they are cached with a ranx Run's conversion."""
+    pair held in memory. The tables are read-only: they are cached with a ranx Run's conversion.
+    ``ignore_identical_ids``: BEIR's convention (`tieaware.inputs.without_identical_ids`)."""
+    if ignore_identical_ids:
+        run = without_identical_ids(run)
+    if any(spec.judged_only for spec in specs):
+        return _with_judged_only(qrels, run, specs, make_comparable, oblivious)
     lists = ranked_lists(qrels, run, make_comparable)
     tables = {}
     this_call = {}  # per tie order, the kept `Judged` with flags shared by this call's metrics only
@@ -171,6 +192,25 @@ def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool,
             lists.stats[key] = stats
         tables[spec.name] = lists.stats[key]
     return lists.query_ids, tables
+
+
+def _with_judged_only(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str):
+    """`per_query_tables` of specs some of which are ``judged_only`` (ir_measures' parameter, trec_eval's
+    -J): those are computed on the run without its unjudged documents (a new dict, the query set and
+    order kept), the others on the run as given."""
+    qrels = load_qrels(qrels)
+    qrels = qrels.to_dict() if is_ranx_qrels(qrels) else qrels
+    run = load_run(run)
+    judged_run = {q: {d: s for d, s in docs.items() if d in qrels.get(q, ())}
+                  for q, docs in (run.to_dict() if is_ranx_run(run) else run).items()}
+    plain = [spec for spec in specs if not spec.judged_only]
+    only = [dataclasses.replace(spec, judged_only=False) for spec in specs if spec.judged_only]
+    query_ids, tables = per_query_tables(qrels, judged_run, only, make_comparable, oblivious)
+    if plain:
+        plain_ids, plain_tables = per_query_tables(qrels, run, plain, make_comparable, oblivious)
+        assert plain_ids == query_ids  # the same queries in the same order: only documents were removed
+        tables.update(plain_tables)
+    return query_ids, {spec.name: tables[spec.name] for spec in specs}
 
 
 def _check_arguments(oblivious, relevance_level, threads) -> None:
@@ -198,9 +238,12 @@ def _finite_stats(lists: RankedLists, judged: Judged, spec: MetricSpec) -> np.nd
     return stats
 
 
-def _save_in_run(run, results: dict) -> None:
+def _save_in_run(run, results: dict, return_std: bool) -> None:
     if not is_ranx_run(run):
         raise InputError("save_results_in_run=True needs a ranx Run.")
     for name, r in results.items():
+        values = r.per_query_values("expected")
         run.mean_scores[name] = r.expected
-        run.scores[name] = dict(zip(r.query_ids, r.per_query_values("expected").tolist()))
+        run.scores[name] = dict(zip(r.query_ids, values.tolist()))
+        if return_std:
+            run.std_scores[name] = float(values.std()) if values.size else math.nan

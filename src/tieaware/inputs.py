@@ -10,6 +10,10 @@ PyTerrier's (``qid``, ``docno``, ``label``/``score``); ir_measures / ir_datasets
 records (a list, iterator or generator of ``Qrel``/``TrecQrel`` with ``query_id,
 doc_id, relevance`` or ``ScoredDoc`` with ``query_id, doc_id, score``, recognised
 by those names and read once). MTEB predictions files: `load_mteb_predictions`.
+Runs also as sentence-transformers' ``write_predictions`` ``.jsonl`` and as
+``qid<TAB>docid<TAB>score`` lines (`read_tsv_run`: a first line of three
+tab-separated fields; a TREC run line has six columns). An open file or
+``io.StringIO`` is read where a path is (`_from_file_object`).
 
 Files may be gzip, bzip2 or xz compressed (recognised by their first bytes,
 whatever their name) and may start with a UTF-8 byte-order mark. TREC files
@@ -335,6 +339,9 @@ def _layout_hint(kind: str, n_cols: int) -> str:
         return (" It looks like a qrels line (qid iter docid rel), or a run without the Q0 and tag columns "
                 "(qid docid rank score): was a qrels file given as the run? Write runs as 'qid Q0 docid rank "
                 "score tag'.")
+    if kind == "run" and n_cols == 3:
+        return (" Three columns: a qid<TAB>docid<TAB>score run (tab-separated, MS MARCO style) is read in memory "
+                "(not streamed) or with tieaware.inputs.read_tsv_run.")
     if kind == "qrels" and n_cols >= 6:
         return " It looks like a run line (qid Q0 docid rank score tag): was a run file given as the qrels?"
     return ""
@@ -442,12 +449,16 @@ def _from_file(path: Path, kind: str) -> dict:
     suffix = suffixes[-1] if suffixes else ""
     if suffix == ".json":
         return _from_json(path, kind)
+    if suffix == ".jsonl":
+        return _from_jsonl_predictions(path, kind)
     if suffix == ".lz4":
         return _from_lz4(path, kind)
     if suffix in (".parquet", ".parq"):
         import pandas as pd
 
         return _from_dataframe(pd.read_parquet(path), kind)
+    if kind == "run" and _first_line_fields(path) == 3:
+        return read_tsv_run(path, third_column="auto")
     return _read_trec(path, kind)
 
 
@@ -504,6 +515,164 @@ def string_keys(docs: Mapping, kind: str, qid: str) -> Mapping:
             raise InputError(f"{kind} query {qid!r}: document id {doc!r} appears twice once ids are read "
                              "as strings.")
         out[key] = value
+    return out
+
+
+# ------------------------------------------- other run files and file objects
+def _first_line_fields(path: Path) -> int | None:
+    """Tab-separated fields of the first line that is not blank or a ``#`` comment, when it holds no
+    other whitespace inside a field; None otherwise (a TREC file: space-separated columns)."""
+    for _, line in iter_lines(path, "run"):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = line.rstrip("\r\n").split("\t")
+        return len(fields) if len(line.split()) == len(fields) else None
+    return None
+
+
+def read_tsv_run(path, third_column: str = "score") -> dict:
+    """A run of ``qid<TAB>docid<TAB>value`` lines (MS MARCO style), plain or compressed, into
+    ``{qid: {docid: score}}``.
+
+    Args:
+        path: the file.
+        third_column: "score" (higher is better), "rank" (MS MARCO's ``qid pid rank``: 1 is
+            best; read as score = -rank), or "auto" (what `evaluate` does for a path whose first
+            line has three tab-separated fields: "score", unless every query's values are the
+            integers 1, 2, ..., n in file order with some n >= 2; such a file is an error asking
+            for "score" or "rank", since ranks read as scores would reverse the ranking).
+
+    A TREC run line has six columns, so a three-field line is never read as TREC. Blank and
+    ``#`` lines are skipped; any other line must hold three tab-separated fields.
+
+    Raises:
+        InputError: a line that is not three fields, a bad number (naming file:line), a document
+            twice for a query, or "auto" on ranks.
+    """
+    if third_column not in ("score", "rank", "auto"):
+        raise InputError(f"third_column must be 'score', 'rank' or 'auto', got {third_column!r}.")
+    path = _checked_path(path, "run")
+    out: dict = {}
+    ranks_so_far = third_column == "auto"
+    for line_no, line in iter_lines(path, "run"):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        where = f"{path}:{line_no}"
+        fields = line.rstrip("\r\n").split("\t")
+        if len(fields) != 3 or len(line.split()) != 3:
+            raise InputError(f"{where}: a tab-separated run line is qid<TAB>docid<TAB>score, this one is "
+                             f"{line.strip()!r}.")
+        qid, docid, text = fields
+        value = _score(text.strip(), where)
+        if ranks_so_far:
+            ranks_so_far = value == len(out.get(qid, ())) + 1
+        put_value(out, qid, docid, -value if third_column == "rank" else value, where)
+    if not out:
+        raise InputError(f"run file {str(path)!r} holds no run lines.")
+    if ranks_so_far and max(map(len, out.values())) >= 2:
+        raise InputError(f"run file {str(path)!r}: the third column holds ranks 1, 2, ..., n for every query "
+                         "(MS MARCO's qid<TAB>pid<TAB>rank), which read as scores would reverse the ranking; "
+                         "read it with tieaware.inputs.read_tsv_run(path, third_column='rank') (or 'score' if "
+                         "they are scores).")
+    return out
+
+
+def _from_jsonl_predictions(path: Path, kind: str) -> dict:
+    """A run from sentence-transformers' ``write_predictions`` JSONL (``InformationRetrievalEvaluator``):
+    one line per query, ``{"query_id": ..., "query": ..., "results": [{"corpus_id": ..., "score": ...}]}``."""
+    if kind != "run":
+        raise InputError(f"{path}: a .jsonl file is read as sentence-transformers predictions (a run), not as {kind}.")
+    out: dict = {}
+    for line_no, line in iter_lines(path, kind):
+        if not line.strip():
+            continue
+        where = f"{path}:{line_no}"
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise InputError(f"{where}: not a JSON object.") from None
+        results = record.get("results") if isinstance(record, dict) else None
+        if "query_id" not in (record if isinstance(record, dict) else ()) or not isinstance(results, list):
+            raise InputError(f"{where}: a predictions line is {{\"query_id\": ..., \"results\": [{{\"corpus_id\": "
+                             "..., \"score\": ...}}, ...]}} (sentence-transformers' write_predictions).")
+        qid = _string_id(record["query_id"], "run", f"{where} query")
+        if qid in out:
+            raise InputError(f"{where}: query {qid!r} appears twice.")
+        out[qid] = {}
+        for hit in results:
+            if not isinstance(hit, dict) or "corpus_id" not in hit or type(hit.get("score")) not in (int, float):
+                raise InputError(f"{where}: query {qid!r}: a result is {{\"corpus_id\": ..., \"score\": number}}, "
+                                 f"got {hit!r}.")
+            if math.isnan(hit["score"]):
+                raise InputError(f"{where}: query {qid!r}, document {hit['corpus_id']!r}: score is NaN.")
+            put_value(out, qid, _string_id(hit["corpus_id"], "run", f"{where} document"), float(hit["score"]), where)
+    if not out:
+        raise InputError(f"run file {str(path)!r} holds no predictions.")
+    return out
+
+
+def _from_file_object(handle, kind: str) -> dict:
+    """Qrels or a run from an open file (text or binary, plain or compressed) or ``io.StringIO``,
+    read from its position to its end, in the format its name's suffixes give (else TREC, or the
+    three-column run `read_tsv_run` reads). Errors name the object instead of a file."""
+    import tempfile
+
+    data = handle.read()
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    if not isinstance(data, bytes):
+        raise InputError(f"{kind}: {type(handle).__name__}.read() gave {type(data).__name__}, not text or bytes.")
+    name = getattr(handle, "name", None)
+    label = name if isinstance(name, str) else f"<{type(handle).__name__}>"
+    suffix = "".join(Path(name).suffixes) if isinstance(name, str) else ""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{kind}{suffix}"
+        path.write_bytes(data)
+        try:
+            return _from_file(path, kind)
+        except InputError as exc:
+            quoted = repr(label) if isinstance(name, str) else label
+            raise InputError(str(exc).replace(repr(str(path)), quoted).replace(str(path), label)) from None
+
+
+# ------------------------------------------------------------------ BEIR
+def without_identical_ids(run):
+    """The run without documents whose id equals their query's id: BEIR's convention
+    (``EvaluateRetrieval.evaluate(..., ignore_identical_ids=True)``, for corpora where a query is
+    also a document). BEIR pops them from the caller's dict; here the caller's run is never
+    changed: a ranx ``Run`` or dict without such documents comes back as it is, otherwise a new
+    one (a ranx ``Run`` keeps its name and order, so ranx's tie order is that of the run
+    with those documents popped). Ids are compared as strings (tieaware's id rule).
+    """
+    run = load_run(run)
+    if is_ranx_run(run):
+        typed = run.run
+        hits = [q for q in typed.keys() if q in typed[q]]
+        if not hits:
+            return run
+        return _ranx_run_without(run, set(hits))
+    if not any(q in docs for q, docs in run.items()):
+        return run
+    return {q: {d: v for d, v in docs.items() if d != q} if q in docs else docs for q, docs in run.items()}
+
+
+def _ranx_run_without(run, queries: set):
+    """A new ranx ``Run`` sharing ``run``'s per-query tables, but for `queries`, each copied without
+    the document named as the query (insertion order kept)."""
+    import ranx
+    from numba import types
+    from numba.typed import Dict as TypedDict
+
+    out = ranx.Run(name=run.name)
+    out.sorted = run.sorted
+    for q, docs in run.run.items():
+        if q in queries:
+            kept = TypedDict.empty(key_type=types.unicode_type, value_type=types.float64)
+            for d, score in docs.items():
+                if d != q:
+                    kept[d] = score
+            docs = kept
+        out.run[q] = docs
     return out
 
 
@@ -597,6 +766,8 @@ def _load(obj, kind: str, doc_ids: bool = True):
         return _from_file(_checked_path(obj, kind), kind)
     if _is_dataframe(obj):
         return _from_dataframe(obj, kind)
+    if isinstance(obj, io.IOBase) or hasattr(obj, "read") and hasattr(obj, "readline"):
+        return _from_file_object(obj, kind)
     if _is_records(obj):
         return _from_records(obj, kind)
     ranx_type = "Run" if kind == "run" else "Qrels"
@@ -607,4 +778,5 @@ def _load(obj, kind: str, doc_ids: bool = True):
 
 __all__ = ["QrelsLike", "RunLike", "file_stem", "iter_lines", "load_mteb_predictions", "load_qrels", "load_run",
            "open_text", "read_text",
-           "read_trec_qrels", "read_trec_run", "is_ranx_qrels", "is_ranx_run"]
+           "read_trec_qrels", "read_trec_run", "read_tsv_run", "is_ranx_qrels", "is_ranx_run",
+           "without_identical_ids"]

@@ -49,6 +49,8 @@ class MetricSpec:
         persistence: RBP's p.
         grade_map: ((grade, new grade), ...) applied to the qrels first (ir_measures' nDCG(gains=...));
             grades not listed keep their value; None: none.
+        judged_only: ir_measures' ``judged_only=True`` (trec_eval -J): unjudged documents are removed
+            from the run before ranking.
     """
 
     name: str
@@ -59,6 +61,7 @@ class MetricSpec:
     gain_floor: float | None = None
     persistence: float = 0.0
     grade_map: tuple | None = None
+    judged_only: bool = False
 
     def with_name(self, name: str) -> MetricSpec:
         return dataclasses.replace(self, name=name)
@@ -271,6 +274,9 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
     if not isinstance(name, str):
         raise UnknownMetricError(f"Metric names are strings, got {name!r} ({type(name).__name__}).")
     text = name.strip()
+    found = _JUDGED_ONLY.search(text)
+    if found is not None:
+        return _judged_only_spec(name, text, found, relevance_level)
 
     m = _RANX_RBP_RE.match(text)
     if m:
@@ -414,7 +420,30 @@ NOT_OFFERED = {
                     "counts are summed over queries, not averaged; they do not depend on tie order"),
 }
 #: ir_measures parameters that tieaware does not implement (an error says so, never silently ignored).
-_UNSUPPORTED_IRM_PARAMS = ("judged_only", "beta")
+_UNSUPPORTED_IRM_PARAMS = ("beta",)
+_JUDGED_ONLY = re.compile(r"(?P<lead>,\s*)?\bjudged_only\s*=\s*(?P<value>[^,)]*)(?P<trail>\s*,)?")
+#: families that take ir_measures' judged_only (those its pytrec_eval provider evaluates with trec_eval -J)
+JUDGED_ONLY_FAMILIES = ("precision", "rr", "rprec", "ap", "ndcg", "recall", "success", "set_p", "set_relative_p",
+                        "set_map", "set_f")
+
+
+def _judged_only_spec(name: str, text: str, found: re.Match, relevance_level: float) -> MetricSpec:
+    """ir_measures' ``judged_only=True|False`` (``nDCG(judged_only=True)@10``): the name parsed without
+    it, with `MetricSpec.judged_only` set."""
+    value = found["value"].strip()
+    if value not in ("True", "False", "1", "0"):
+        raise UnknownMetricError(f"Metric {name!r}: judged_only takes True or False, got {value!r}.")
+    keep = ", " if found["lead"] and found["trail"] else ""
+    rest = (text[:found.start()] + keep + text[found.end():]).replace("()", "")
+    spec = parse_metric(rest, relevance_level)
+    if value in ("False", "0"):
+        return spec.with_name(name)
+    if spec.family not in JUDGED_ONLY_FAMILIES or spec.gain == "exp" or spec.family == "rr" and spec.k is not None \
+            or "(" not in text:
+        raise UnknownMetricError(f"Metric {name!r}: judged_only is an ir_measures parameter of P, R, RR (without a "
+                                 "cutoff), Rprec, AP, nDCG (log2), Success, SetP, SetRelP, SetAP and SetF, as "
+                                 "ir_measures evaluates it.")
+    return dataclasses.replace(spec, name=name, judged_only=True)
 _GAINS = re.compile(r"\bgains\s*=\s*\{(?P<pairs>[^}]*)\}")
 #: ir_measures nDCG's dcg= choices: log2 (gain = grade, the default) and exp-log2 (gain = 2^grade - 1)
 _DCG_CHOICES = ("log2", "exp-log2")

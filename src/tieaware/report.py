@@ -27,6 +27,10 @@ SUMMARY_COLUMNS = ["expected", "oblivious", "min", "max", "range", "bias", "tie_
 class MetricResult(float):
     """One metric over a query set: a float equal to ``expected``.
 
+    Where ranx code expects the ``numpy.float64`` that ``ranx.evaluate`` returns, it behaves as
+    one: ``isinstance(r, float)``, ``r.item()``, ``np.asarray(r)`` (a float64 array),
+    ``np.float64(r)``, ``json.dumps(r)`` and pickling work, and arithmetic gives plain floats.
+
     Attributes:
         name: the metric name as given.
         expected: mean over queries of E[M] over all orderings of tied documents.
@@ -113,6 +117,10 @@ class MetricResult(float):
         warnings.warn("MetricResult.std is renamed tie_std (the standard deviation over tie orderings)",
                       DeprecationWarning, stacklevel=2)
         return self.tie_std
+
+    def item(self) -> float:
+        """E[M] as a plain Python float, as ``numpy.float64.item()`` (what ``ranx.evaluate`` returns)."""
+        return float(self)
 
     def __reduce__(self):
         return (MetricResult.from_table, (self.name, self.query_ids, self._table, self.oblivious_order))

@@ -104,7 +104,8 @@ def _bucket_chunks(path: Path, order: list) -> Iterator[dict]:
 
 
 def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: str, *,
-                    chunk_queries: int | None = None) -> tuple[list, dict]:
+                    chunk_queries: int | None = None,
+                    ignore_identical_ids: bool = False) -> tuple[list, dict]:
     """(query ids, {metric: per-query DataFrame}) of a TREC run file read chunk by chunk.
 
     Same query order, values and errors as the in-memory path (`evaluation.per_query_tables`).
@@ -129,7 +130,8 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
         extra.extend(q for q in chunk if q not in qrels)
         if not judged:
             return
-        query_ids, tables = per_query_tables({q: qrels[q] for q in judged}, judged, specs, False, oblivious)
+        query_ids, tables = per_query_tables({q: qrels[q] for q in judged}, judged, specs, False, oblivious,
+                                             ignore_identical_ids)
         frames = {name: per_query_frame(query_ids, table) for name, table in tables.items()}
         for name, frame in frames.items():
             pieces[name].append(frame)

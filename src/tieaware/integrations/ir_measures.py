@@ -7,8 +7,19 @@
 (as the mean over queries) overall, the statistic `tieaware.evaluate` gives for
 that measure: E[M] over all orderings of tied documents, max - min, the tool's
 value minus E[M], and the worst and best orderings. Every measure tieaware
-parses in ir_measures syntax can be wrapped (`tieaware.metrics`); another is an
-`UnknownMetricError` when the wrapper is built.
+parses in ir_measures syntax can be wrapped (`tieaware.metrics`), and so can a
+name as a string in any syntax tieaware reads (``E("ndcg_cut_10")``,
+``Range("ndcg@10")``, ``E("nDCG@10")``), evaluated as `tieaware.evaluate` reads
+that string; another is an `UnknownMetricError` when the wrapper is built.
+
+Text: `parse_measure` reads ``"E(nDCG@10)"``, ``"Bias(ndcg_cut_10, oblivious=trec_eval)"``
+and, for anything else, defers to ``ir_measures.parse_measure``. The five
+wrappers are also registered in ir_measures' measure registry (the one
+``ir_measures.parse_measure`` reads, `ir_measures.measures.register`), where
+its parser takes them with a keyword and a quoted name only:
+``ir_measures.parse_measure('E(measure="nDCG@10")')``; it rejects positional
+arguments and measure expressions as values, so ``"E(nDCG@10)"`` itself cannot
+be taught to it. A name another package already registered is left to it.
 
 How it plugs in: ir_measures' default pipeline asks its ``runtime`` provider
 first, and that provider evaluates any measure with a ``runtime_impl(qrels, run)``
@@ -38,6 +49,8 @@ Examples:
 """
 from __future__ import annotations
 
+import re
+
 import ir_measures
 from ir_measures.measures import Measure, ParamInfo
 
@@ -46,7 +59,7 @@ from ..evaluation import evaluate
 from ..metrics import parse_metric
 from ..ranked_lists import OBLIVIOUS_ORDERS
 
-__all__ = ["E", "Range", "Bias", "Min", "Max", "TieAwareMeasure"]
+__all__ = ["E", "Range", "Bias", "Min", "Max", "TieAwareMeasure", "parse_measure"]
 
 _INPUTS = ["query_id", "doc_id", "score"], ["query_id", "doc_id", "relevance"]
 
@@ -57,16 +70,19 @@ class TieAwareMeasure(Measure):
 
     STATISTIC: str = ""
     SUPPORTED_PARAMS = {
-        "measure": ParamInfo(dtype=Measure, required=True, desc="the ir_measures measure, e.g. nDCG@10"),
+        "measure": ParamInfo(dtype=(Measure, str), required=True,
+                             desc="the ir_measures measure, e.g. nDCG@10, or a metric name in any syntax"),
         "oblivious": ParamInfo(dtype=str, choices=OBLIVIOUS_ORDERS, default="ir_measures",
                                desc="whose tie order gives the tool's value (Bias)"),
     }
     RUN_INPUTS, QREL_INPUTS = _INPUTS
 
-    def __init__(self, measure: Measure, **params):
-        if not isinstance(measure, Measure):
-            raise InputTypeError(f"{type(self).__name__}() wraps an ir_measures measure such as nDCG@10, "
-                                 f"got {measure!r}.")
+    def __init__(self, measure: Measure | str, **params):
+        if isinstance(measure, str):
+            measure = measure.strip()
+        elif not isinstance(measure, Measure):
+            raise InputTypeError(f"{type(self).__name__}() wraps an ir_measures measure such as nDCG@10 or a "
+                                 f"metric name such as 'ndcg_cut_10', got {measure!r}.")
         if params.get("oblivious", "ir_measures") not in OBLIVIOUS_ORDERS:
             raise InputError(f"oblivious must be one of {OBLIVIOUS_ORDERS}, got {params['oblivious']!r}.")
         parse_metric(str(measure))  # an UnknownMetricError now, not inside ir_measures' pipeline later
@@ -114,3 +130,66 @@ class Min(TieAwareMeasure):
 class Max(TieAwareMeasure):
     """The measure under the best ordering of tied documents."""
     STATISTIC = "max"
+
+
+WRAPPERS = {cls.__name__: cls for cls in (E, Range, Bias, Min, Max)}
+for _name, _cls in WRAPPERS.items():
+    if _name not in ir_measures.measures.registry:
+        ir_measures.measures.register(_cls)
+
+_WRAPPED = re.compile(r"\s*(?P<stat>" + "|".join(WRAPPERS) + r")\s*\((?P<inner>.*)\)\s*", re.DOTALL)
+
+
+def parse_measure(text: str | Measure) -> Measure:
+    """A measure from its text: ``"E(nDCG@10)"``, ``"Range(ndcg_cut_10)"``,
+    ``"Bias(nDCG@10, oblivious=trec_eval)"`` or ``'E(measure="ndcg@10")'`` (the wrapped name
+    in any syntax tieaware reads, quoted or not), anything else as ``ir_measures.parse_measure``
+    reads it (``"nDCG@10"``). A measure object is returned as it is.
+
+    Raises:
+        UnknownMetricError: the wrapped name is not one tieaware computes.
+        InputError: a parameter other than ``measure`` and ``oblivious``.
+    """
+    if isinstance(text, Measure):
+        return text
+    match = _WRAPPED.fullmatch(text)
+    if match is None:
+        return ir_measures.parse_measure(text)
+    params, positional = {}, []
+    for part in filter(None, _top_level_split(match["inner"])):
+        key, eq, value = part.partition("=")
+        if eq and re.fullmatch(r"\s*[A-Za-z_]\w*\s*", key) and key.strip() in ("measure", "oblivious"):
+            params[key.strip()] = _unquoted(value)
+        else:
+            positional.append(_unquoted(part))
+    if len(positional) + ("measure" in params) != 1 or set(params) - {"measure", "oblivious"}:
+        raise InputError(f"{text!r}: expected {match['stat']}(MEASURE) or {match['stat']}(MEASURE, "
+                         f"oblivious=ORDER), e.g. {match['stat']}(nDCG@10).")
+    measure = params.pop("measure", positional[0] if positional else None)
+    return WRAPPERS[match["stat"]](measure, **params)
+
+
+def _top_level_split(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets and quotes (``P(rel=2)@5, oblivious=x``)."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [part.strip() for part in parts]
+
+
+def _unquoted(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text

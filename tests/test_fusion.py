@@ -1,0 +1,71 @@
+"""tieaware.fusion.optimize_fusion: the pick equals a brute-force grid search with tieaware.evaluate,
+and objective="oblivious" reproduces ranx.optimize_fusion itself."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import ranx
+
+import tieaware
+from tieaware.datasets import cranfield
+from tieaware.errors import InputError
+from tieaware.fusion import OBJECTIVES, optimize_fusion
+
+FILES = cranfield()
+QRELS = ranx.Qrels(tieaware.read_trec_qrels(FILES.qrels))
+RUNS = [ranx.Run(tieaware.read_trec_run(FILES.runs[tag]), name=tag) for tag in ("fp32", "bf16")]
+# ranx's grids, written out here: RRF k = 10, 20, ..., 100; weights (w, 1 - w), w = 0, 0.1, ..., 1
+GRIDS = {"rrf": (None, [{"k": k} for k in range(10, 101, 10)]),
+         "wsum": ("min-max", [{"weights": (round(i / 10, 1), round(1 - i / 10, 1))} for i in range(11)])}
+
+
+def brute_force(method: str, metric: str) -> dict:
+    """Per objective, the last trial with the largest value (ranx keeps the last on equal values)."""
+    norm, grid = GRIDS[method]
+    results = [tieaware.evaluate(QRELS, ranx.fuse(RUNS, norm=norm, method=method, params=params), metric,
+                                 oblivious="ranx") for params in grid]
+    values = {"expected": [r.expected for r in results], "min": [r.min for r in results],
+              "penalized": [r.expected - 2.0 * r.range for r in results], "oblivious": [r.oblivious for r in results]}
+    return {objective: grid[max(range(len(grid)), key=lambda i: (v[i], i))] for objective, v in values.items()}
+
+
+@pytest.mark.parametrize("method, metric", [("wsum", "recall@10"), ("wsum", "precision@10"), ("rrf", "ndcg@10")])
+def test_pick_equals_a_brute_force_grid_search(method, metric):
+    expected = brute_force(method, metric)
+    norm = GRIDS[method][0]
+    for objective in OBJECTIVES:
+        pick = optimize_fusion(QRELS, RUNS, norm=norm, method=method, metric=metric, objective=objective, penalty=2.0)
+        assert {k: tuple(map(float, v)) if k == "weights" else v for k, v in pick.items()} == expected[objective]
+    theirs = ranx.optimize_fusion(QRELS, RUNS, norm=norm, method=method, metric=metric, show_progress=False)
+    mine = optimize_fusion(QRELS, RUNS, norm=norm, method=method, metric=metric, objective="oblivious")
+    assert str(mine) == str(theirs)  # ranx's own objective, reproduced
+    if method == "wsum" and metric == "recall@10":  # where E[M] and ranx's tie order disagree on these runs
+        assert expected["expected"] != expected["oblivious"]
+
+
+def test_report_is_ranx_s_with_the_objective_values():
+    best, report = optimize_fusion(QRELS, RUNS, norm=None, method="rrf", metric="ndcg@10", objective="min",
+                                   return_optimization_report=True, min_k=20, max_k=40, step=10)
+    _, theirs = ranx.optimize_fusion(QRELS, RUNS, norm=None, method="rrf", metric="ndcg@10", show_progress=False,
+                                     return_optimization_report=True, min_k=20, max_k=40, step=10)
+    assert isinstance(report, ranx.data_structures.OptimizationReport)
+    assert report.configs == theirs.configs == ["20", "30", "40"] and best == {"k": 40}
+    for config, value, their_value in zip(report.configs, report.results, theirs.results):
+        result = report.metric_results[config]
+        assert value == result.min < result.max and result.oblivious == pytest.approx(float(their_value), abs=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(method="bayesfuse"), "tunes 'rrf' and the weighted methods"),
+    (dict(objective="max"), "objective must be one of"),
+    (dict(penalty=-1.0), "penalty must be a number >= 0"),
+    (dict(penalty=math.nan), "penalty must be a number >= 0"),
+    (dict(method="rrf", weights=3), r"unknown search option\(s\) \['weights'\]"),
+    (dict(metric=["ndcg@10", "map"]), "one metric"),
+])
+def test_bad_arguments_are_named(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        optimize_fusion(QRELS, RUNS, **{"metric": "ndcg@10", **kwargs})
+    with pytest.raises(InputError, match="two or more runs"):
+        optimize_fusion(QRELS, RUNS[:1], metric="ndcg@10")
