@@ -122,10 +122,13 @@ def _trec_order_key(trec_name: str) -> tuple:
 
 
 def _run_tag(path) -> str | None:
-    """The sixth column of a TREC run file's first line (trec_eval's ``runid``); None for other formats."""
+    """The sixth column of a TREC run file's first line (trec_eval's ``runid``); None for other formats
+    and for standard input, a pipe or a FIFO, which cannot be read a second time."""
     from .inputs import open_text
 
     try:
+        if not Path(path).is_file():
+            return None
         with open_text(path) as lines:
             for line in lines:
                 fields = line.split()
@@ -134,6 +137,12 @@ def _run_tag(path) -> str | None:
     except (OSError, UnicodeDecodeError, TieawareError):
         return None
     return None
+
+
+def _one_stdin(qrels, runs: list) -> None:
+    """``-`` (standard input) names the qrels or one run, not both."""
+    if sum(path == "-" for path in (qrels, *runs)) > 1:
+        raise InputError("'-' (standard input) can be the qrels or one run, not both.")
 
 
 def _run_names(paths: list) -> list:
@@ -345,6 +354,7 @@ def cmd_eval(args) -> int:
         raise UnknownMetricError("-o trec needs a metric besides runid and num_q.")
     if args.per_query_out and len(args.runs) > 1:
         raise InputError("--per-query-out takes one run (write one table per run, then `tieaware merge` them).")
+    _one_stdin(args.qrels, args.runs)
     qrels = load_qrels(args.qrels)
     if not isinstance(qrels, dict):
         qrels = qrels.to_dict()

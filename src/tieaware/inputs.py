@@ -36,6 +36,7 @@ document at fault.
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import io
 import json
@@ -43,7 +44,7 @@ import lzma
 import math
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from operator import attrgetter
 from pathlib import Path
 from typing import IO, Union
@@ -84,8 +85,14 @@ def _is_dataframe(obj) -> bool:
 
 
 # ------------------------------------------------------------- raw files
+#: The path that names standard input (a run or qrels read from a pipe).
+STDIN = "-"
+
+
 def _checked_path(path, kind: str) -> Path:
     path = Path(path)
+    if str(path) == STDIN:
+        return path
     if path.is_dir():
         raise MissingFileError(f"{kind} path {str(path)!r} is a directory, not a file.")
     if not path.exists():
@@ -93,23 +100,51 @@ def _checked_path(path, kind: str) -> Path:
     return path
 
 
-def _open_binary(path: Path, kind: str) -> IO[bytes]:
-    """The file's bytes, decompressed when its first bytes say gzip, bzip2 or xz."""
+class _Prefixed(io.RawIOBase):
+    """A stream whose first bytes were already read (``head``): they come first, then the rest."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]):
+        self._head, self._rest = memoryview(head), rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        return self._rest.readinto(buffer)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._rest.close()
+        super().close()
+
+
+@contextlib.contextmanager
+def _open_binary(path: Path, kind: str) -> Iterator[tuple[IO[bytes], str]]:
+    """(the file's bytes, its compression: "gzip", "bzip2", "xz" or ""), decompressed when its first bytes
+    say so. The file is opened once and read once, so a pipe, a FIFO or ``-`` (standard input) loses
+    nothing to the probe."""
     try:
-        with open(path, "rb") as probe:
-            head = probe.read(6)
-        for magic, opener, _ in _MAGIC:
-            if head.startswith(magic):
-                return opener(path, "rb")
-        return open(path, "rb")
+        raw = os.fdopen(os.dup(sys.stdin.fileno()), "rb") if str(path) == STDIN else open(path, "rb")
     except OSError as exc:
         raise InputError(f"Cannot read {kind} file {str(path)!r}: {exc.strerror or exc}.") from None
-
-
-def _compression(path: Path) -> str:
-    with open(path, "rb") as probe:
-        head = probe.read(6)
-    return next((name for magic, _, name in _MAGIC if head.startswith(magic)), "")
+    with raw:
+        try:
+            head = raw.read(6)
+        except OSError as exc:
+            raise InputError(f"Cannot read {kind} file {str(path)!r}: {exc.strerror or exc}.") from None
+        with io.BufferedReader(_Prefixed(head, raw), 1 << 20) as stream:
+            opener, name = next(((opener, name) for magic, opener, name in _MAGIC if head.startswith(magic)),
+                                (None, ""))
+            if opener is None:
+                yield stream, name
+            else:
+                with opener(stream, "rb") as handle:
+                    yield handle, name
 
 
 def _decode(raw: bytes, path: Path, line_no: int, kind: str) -> str:
@@ -126,7 +161,7 @@ def iter_lines(path, kind: str = "text"):
     `InputError` naming the file (and the line)."""
     path = _checked_path(path, kind)
     line_no = 0
-    with _open_binary(path, kind) as handle:
+    with _open_binary(path, kind) as (handle, compression):
         try:
             for line_no, raw in enumerate(handle, 1):
                 text = _decode(raw, path, line_no, kind)
@@ -136,7 +171,7 @@ def iter_lines(path, kind: str = "text"):
         except _DECOMPRESSION_ERRORS as exc:
             if isinstance(exc, InputError):
                 raise
-            raise InputError(f"{path}: cannot decompress the {kind} file ({_compression(path) or 'plain'} data) "
+            raise InputError(f"{path}: cannot decompress the {kind} file ({compression or 'plain'} data) "
                              f"after line {line_no}: {exc}.") from None
 
 
