@@ -1,7 +1,9 @@
 """TREC files read once from pipes, FIFOs, process substitution and ``-``, compressed or not, with the
 numbers the file gives."""
 import gzip
+import math
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -9,8 +11,10 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tieaware import evaluate, read_trec_run
+from tieaware import evaluate, read_trec_qrels, read_trec_run, trec_files
 from tieaware.cli import main
 from tieaware.errors import InputError
 
@@ -102,3 +106,147 @@ def test_broken_archive_from_a_pipe_names_its_compression(tmp_path):
     with pytest.raises(InputError, match="gzip data"):
         read_trec_run(fifo)
     writer.join()
+
+
+# ------------------------------------------- the compiled reader against the Python one it replaced
+def _oracle_score(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or "_" in text or not text.isascii():
+        raise InputError(f"{where}: score {text!r} is not a number.")
+    if math.isnan(value):
+        raise InputError(f"{where}: score is NaN.")
+    return value
+
+
+def _oracle_grade(text: str, where: str) -> int:
+    if "_" not in text and text.isascii():
+        if re.fullmatch(r"[+-]?[0-9]+(\.0*)?", text):
+            if len(text.partition(".")[0].lstrip("+-")) > 18:  # the one deliberate change: beyond int64
+                raise InputError(f"{where}: relevance {text!r} is out of range")
+            return int(text.partition(".")[0])
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value):
+            raise InputError(f"{where}: relevance {text!r} is not an integer.")
+    raise InputError(f"{where}: relevance {text!r} is not an integer grade.")
+
+
+def oracle_read(path: Path, kind: str) -> dict:
+    """The line-by-line Python reader the compiled one replaced (split on ASCII whitespace, as
+    trec_eval splits): the test oracle."""
+    data = path.read_bytes()
+    data = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+    out: dict = {}
+    for line_no, raw in enumerate(data.splitlines(keepends=True) if b"\r" not in data
+                                  else [x + b"\n" for x in data.split(b"\n")], 1):
+        if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        where = f"{path}:{line_no}"
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{where}: {kind} file is not valid UTF-8") from None
+        cols = [c.decode("utf-8") for c in raw.split()]
+        if not cols or cols[0].startswith("#"):
+            continue
+        if len(cols) != (6 if kind == "run" else 4) and not (kind == "run" and len(cols) > 6):
+            raise InputError(f"{where}: a TREC {kind} line has")
+        value = _oracle_score(cols[4], where) if kind == "run" else _oracle_grade(cols[3], where)
+        docs = out.setdefault(cols[0], {})
+        if cols[2] in docs:
+            raise InputError(f"{where}: document {cols[2]!r} appears twice for query {cols[0]!r}.")
+        docs[cols[2]] = value
+    if not out:
+        raise InputError(f"{kind} file {str(path)!r} holds no {kind} lines.")
+    return out
+
+
+_IDS = st.text(alphabet="qd12é中\u00a0\u2003-_.", min_size=1, max_size=4)
+_SCORES = st.one_of(
+    st.floats(allow_nan=False).map(repr), st.floats(-1e3, 1e3).map(lambda x: f"{x:.2f}"),
+    st.floats(allow_nan=False).map(lambda x: f"{x:e}"), st.floats(allow_nan=False).map(lambda x: f"{x:.17g}"),
+    st.floats(allow_nan=False).map(lambda x: f"{x:+.25E}"),
+    st.from_regex(r"\A[+-]?[0-9]{0,20}(\.[0-9]{0,20})?([eE][+-]?[0-9]{1,4})?\Z"),
+    st.sampled_from(["inf", "-Infinity", "+INF", "nan", "-NaN", "0_4", "1e", ".", "1.5abc", "0x1p3", "١٢", "infinit",
+                     "0.1", "1e-400", "1e400", "9007199254740993", "2.2250738585072011e-308", "-0", "-0.0", ".5",
+                     "5.", "00012.500", "1" * 30]))
+_GRADES = st.one_of(st.integers(-3, 5).map(str), st.sampled_from(["2.0", "+3", "1.5", "2e1", "inf", "1_0", "١",
+                                                                  "-0", "2.", "+-2.0", "9" * 19, ".0", "x"]))
+_SPACE = st.sampled_from([" ", "\t", "  ", " \t", "\x0b", "\x0c", "\r"])
+
+
+@st.composite
+def _trec_text(draw, kind: str) -> bytes:
+    lines = []
+    for _ in range(draw(st.integers(0, 12))):
+        shape = draw(st.integers(0, 12))
+        if shape == 0:
+            lines.append(draw(st.sampled_from(["", "   ", "# a comment", "#q1 Q0 d1 1 x t", "\t"])))
+            continue
+        qid = draw(st.sampled_from(["q1", "q2", "10", "é"])) if draw(st.booleans()) else draw(_IDS)
+        docid = draw(_IDS)
+        cols = [qid, "Q0" if kind == "run" else "0", docid]
+        cols += ([draw(st.integers(0, 9)).__str__(), draw(_SCORES), "tag"] if kind == "run" else [draw(_GRADES)])
+        if shape == 1:
+            cols = cols[:-1]
+        elif shape == 2:
+            cols.append("extra")
+        seps = [draw(_SPACE) for _ in cols]
+        lines.append(draw(st.sampled_from(["", " ", "\t"])) + "".join(c + s for c, s in zip(cols, seps)))
+    text = "\n".join(lines).encode()
+    if draw(st.integers(0, 9)) == 0:
+        text = b"\xef\xbb\xbf" + text
+    if draw(st.integers(0, 9)) == 0 and text:
+        at = draw(st.integers(0, len(text) - 1))
+        text = text[:at] + b"\xff" + text[at:]
+    return text + draw(st.sampled_from([b"", b"\n"]))
+
+
+def _outcome(reader, path: Path):
+    """The table with its values as repr (-0.0 and 0.0 differ), or the error message."""
+    try:
+        return {q: {d: repr(v) for d, v in docs.items()} for q, docs in reader(path).items()}
+    except InputError as exc:
+        return str(exc)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), kind=st.sampled_from(["run", "qrels"]), block=st.sampled_from([1, 5, 64, 1 << 23]),
+       packed=st.booleans())
+def test_compiled_reader_equals_the_python_reader(tmp_path, monkeypatch, data, kind, block, packed):
+    monkeypatch.setattr(trec_files, "BLOCK_BYTES", block)
+    text = data.draw(_trec_text(kind))
+    path = tmp_path / f"{kind}.trec"
+    path.write_bytes(gzip.compress(text) if packed else text)
+    reader = read_trec_run if kind == "run" else read_trec_qrels
+    expected, got = _outcome(lambda p: oracle_read(p, kind), path), _outcome(reader, path)
+    if isinstance(expected, str):  # the oracle's messages are the beginnings of the reader's
+        assert isinstance(got, str) and got.startswith(expected), (got, expected)
+    else:
+        assert got == expected
+
+
+def test_scores_are_read_as_strtod_reads_them(tmp_path):
+    """Correct rounding on the hard cases (halfway, 17+ digits, subnormals) equals Python's float."""
+    texts = ["0.1", "9007199254740993", "2.2250738585072011e-308", "4.9e-324", "1.7976931348623157e308",
+             "0.30000000000000004", "123456789012345.6", "1e22", "1e23", "8.98846567431158e307", "1" * 25]
+    run = tmp_path / "run.trec"
+    run.write_text("".join(f"q1 Q0 d{i} {i} {t} x\n" for i, t in enumerate(texts)))
+    assert [repr(v) for v in read_trec_run(run)["q1"].values()] == [repr(float(t)) for t in texts]
+
+
+def test_nbsp_and_other_unicode_spaces_stay_inside_ids(tmp_path):
+    run = tmp_path / "run.trec"
+    run.write_text("q\u00a01 Q0 d\u00a01\u2003x 1 0.5 tag\n", encoding="utf-8")
+    assert read_trec_run(run) == {"q\u00a01": {"d\u00a01\u2003x": 0.5}}
+
+
+def test_run_tag_is_the_last_lines(tmp_path):
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 0.5 first\nq1 Q0 d2 2 0.4 last extra\n# comment\n")
+    assert trec_files.read_trec(run, "run")[1] == "last"

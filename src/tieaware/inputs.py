@@ -280,7 +280,7 @@ def _grade(text: str, where: str) -> int:
         except ValueError:
             pass
         head, dot, tail = text.partition(".")
-        if dot and tail.strip("0") == "" and head.lstrip("+-").isdigit():
+        if dot and tail.strip("0") == "" and (head[1:] if head[:1] in ("+", "-") else head).isdigit():
             return int(head)
     try:
         value = float(text)
@@ -317,21 +317,9 @@ def read_trec_qrels(path) -> dict:
 
 
 def _read_trec(path, kind: str) -> dict:
-    layout, n_cols = _RUN_COLUMNS if kind == "run" else _QRELS_COLUMNS
-    out: dict = {}
-    for line_no, line in iter_lines(path, kind):
-        cols = line.split()
-        if not cols or cols[0].startswith("#"):
-            continue
-        where = f"{path}:{line_no}"
-        if len(cols) != n_cols and not (kind == "run" and len(cols) > n_cols):  # trec_eval ignores trailing run fields
-            raise InputError(f"{where}: a TREC {kind} line has {n_cols} columns ({layout}), this one has "
-                             f"{len(cols)}: {line.strip()!r}.{_layout_hint(kind, len(cols))}")
-        value = _score(cols[4], where) if kind == "run" else _grade(cols[3], where)
-        put_value(out, cols[0], cols[2], value, where)
-    if not out:
-        raise InputError(f"{kind} file {str(path)!r} holds no {kind} lines.")
-    return out
+    from .trec_files import read_trec  # numpy and the compiled scan, imported when a TREC file is read
+
+    return read_trec(path, kind)[0]
 
 
 def put_value(table: dict, qid: str, docid: str, value, where: str) -> None:

@@ -26,8 +26,9 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import InputError, QueryMismatchError
-from .inputs import _checked_path, _layout_hint, _score, is_ranx_qrels, iter_lines, load_qrels, put_value
+from .inputs import _checked_path, is_ranx_qrels, load_qrels, put_value
 from .report import PER_QUERY_COLUMNS, EvaluationReport, MetricResult, per_query_frame
+from .trec_files import TrecFile, put_segment
 
 #: Queries per chunk unless given.
 CHUNK_QUERIES = 1_000
@@ -40,36 +41,25 @@ class _Unsorted(Exception):
     """A query's lines are not together in the file."""
 
 
-def _run_lines(path: Path, query_filter=None) -> Iterator[tuple[str, str, float, str]]:
-    """(query id, doc id, score, where) of each run line, as `inputs.read_trec_run` reads them."""
-    for line_no, line in iter_lines(path, "run"):
-        cols = line.split()
-        if not cols or cols[0].startswith("#"):
-            continue
-        where = f"{path}:{line_no}"
-        if len(cols) < 6:
-            raise InputError(f"{where}: a TREC run line has 6 columns (qid Q0 docid rank score tag), this one has "
-                             f"{len(cols)}: {line.strip()!r}.{_layout_hint('run', len(cols))}")
-        if query_filter is None or cols[0] in query_filter:
-            yield cols[0], cols[2], _score(cols[4], where), where
-
-
-def _grouped_chunks(lines, chunk_queries: int) -> Iterator[dict]:
+def _grouped_chunks(source: TrecFile, chunk_queries: int) -> Iterator[dict]:
     """{qid: {docid: score}} chunks of whole queries; raises `_Unsorted` when a query comes back."""
     chunk: dict = {}
     finished: set = set()
     current = None
-    for qid, docid, score, where in lines:
-        if qid != current:
-            if qid in finished or qid in chunk:
-                raise _Unsorted(f"{where}: query {qid!r} comes back after other queries")
-            if current is not None:
-                finished.add(current)
-            if len(chunk) >= chunk_queries:
-                yield chunk
-                chunk = {}
-            current = qid
-        put_value(chunk, qid, docid, score, where)
+    for block in source.blocks():
+        values = block.values.tolist()
+        for segment, qid in enumerate(block.query_ids):
+            if qid != current:
+                if qid in finished:
+                    raise _Unsorted(f"{block.where(int(block.seg_start[segment]))}: query {qid!r} comes back "
+                                    "after other queries")
+                if current is not None:
+                    finished.add(current)
+                if len(chunk) >= chunk_queries:
+                    yield chunk
+                    chunk = {}
+                current = qid
+            put_segment(chunk, block, segment, values)
     if chunk:
         yield chunk
 
@@ -81,11 +71,16 @@ def _bucket_chunks(path: Path, order: list) -> Iterator[dict]:
         handles = [open(Path(folder, f"{b}.tsv"), "w", encoding="utf-8", newline="") for b in range(n_buckets)]
         try:
             seen = set()
-            for qid, docid, score, _ in _run_lines(path):
-                if qid not in seen:
-                    seen.add(qid)
-                    order.append(qid)
-                handles[zlib.crc32(qid.encode()) % n_buckets].write(f"{qid}\t{docid}\t{score!r}\n")
+            for block in TrecFile(path, "run").blocks():
+                values = block.values.tolist()
+                for segment, qid in enumerate(block.query_ids):
+                    if qid not in seen:
+                        seen.add(qid)
+                        order.append(qid)
+                    lo, hi = block.seg_start[segment], block.seg_start[segment + 1]
+                    handles[zlib.crc32(qid.encode()) % n_buckets].write(
+                        "".join(f"{qid}\t{docid}\t{score!r}\n" for docid, score in zip(block.doc_ids[lo:hi],
+                                                                                         values[lo:hi])))
         finally:
             for handle in handles:
                 handle.close()
@@ -111,7 +106,8 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
     chunk_queries = CHUNK_QUERIES if chunk_queries is None else chunk_queries
     if isinstance(chunk_queries, bool) or not isinstance(chunk_queries, int) or chunk_queries <= 0:
         raise InputError(f"stream must be True or a positive number of queries per chunk, got {chunk_queries!r}.")
-    path = _checked_path(run, "run")
+    source = TrecFile(run, "run")
+    path = source.path
     qrels = load_qrels(qrels)
     if is_ranx_qrels(qrels):
         qrels = qrels.to_dict()
@@ -135,7 +131,7 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
             written = True
 
     try:
-        for chunk in _grouped_chunks(_run_lines(path), chunk_queries):
+        for chunk in _grouped_chunks(source, chunk_queries):
             order.extend(chunk)
             evaluate_chunk(chunk)
     except _Unsorted as reason:
