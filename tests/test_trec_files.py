@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tieaware import evaluate, read_trec_qrels, read_trec_run, trec_files
+from tieaware import evaluate, evaluation, read_trec_qrels, read_trec_run, streaming, trec_files
 from tieaware.cli import main
 from tieaware.errors import InputError
 
@@ -250,3 +250,46 @@ def test_run_tag_is_the_last_lines(tmp_path):
     run = tmp_path / "run.trec"
     run.write_text("q1 Q0 d1 1 0.5 first\nq1 Q0 d2 2 0.4 last extra\n# comment\n")
     assert trec_files.read_trec(run, "run")[1] == "last"
+
+
+# ------------------------------------------------- tieaware eval: one read, chunk by chunk
+def test_cli_reads_a_run_once_chunk_by_chunk_with_the_in_memory_numbers(plain, tmp_path, monkeypatch, capsys):
+    """A FIFO can be read once: its -o trec runid (the last line's tag, as trec_eval prints it) and
+    values come from that one read; the run is evaluated in several chunks, with the numbers of
+    evaluate on the whole run in memory."""
+    run, qrels = plain
+    text = run.read_text().replace("STANDARD\n", "first\n", 1).rstrip("\n").rsplit("\n", 1)
+    fifo = tmp_path / "run_fifo"
+    os.mkfifo(fifo)
+    lines = text[0] + "\n" + text[1].replace("STANDARD", "lastTag") + "\n"
+    writer = threading.Thread(target=lambda: fifo.write_text(lines))
+    writer.start()
+    expected = float(evaluate(qrels, run, "map"))
+    chunks = []
+    per_query_tables = evaluation.per_query_tables
+
+    def counting(qrels, run, *args):
+        chunks.append(len(run))
+        return per_query_tables(qrels, run, *args)
+
+    monkeypatch.setattr(streaming, "CHUNK_DOCS", 200)
+    monkeypatch.setattr(evaluation, "per_query_tables", counting)
+    assert main(["eval", str(qrels), str(fifo), "-m", "map", "-m", "runid", "-o", "trec", "--digits", "10"]) == 0
+    writer.join()
+    out = capsys.readouterr().out
+    assert "runid                 \tall\tlastTag\n" in out
+    assert len(chunks) > 1
+    assert f"map                   \tall\t{expected:.10f}\n" in out
+
+
+def test_unsorted_run_from_a_pipe_is_an_error_naming_the_remedy(plain, tmp_path, capsys):
+    run, qrels = plain
+    lines = run.read_text().splitlines(keepends=True)
+    fifo = tmp_path / "unsorted"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text("".join(lines[1:] + lines[:1])))
+    writer.start()
+    assert main(["eval", str(qrels), str(fifo), "-m", "map"]) == 2
+    writer.join()
+    err = capsys.readouterr().err
+    assert "is not grouped by query" in err and "sort -s -k1,1" in err and "comes back" in err

@@ -435,16 +435,23 @@ def _from_lz4(path: Path, kind: str) -> dict:
     return _checked_mapping(data, kind, f"{kind} LZ4 file {str(path)!r}")
 
 
-def _from_file(path: Path, kind: str) -> dict:
-    suffixes = [s.lower() for s in path.suffixes]
+def file_format(path) -> str:
+    """How a qrels or run path is read, by its suffix before any compression suffix: "json", "lz4",
+    "parquet", else "trec"."""
+    suffixes = [s.lower() for s in Path(path).suffixes]
     while suffixes and suffixes[-1] in (".gz", ".bz2", ".xz"):
         suffixes.pop()
     suffix = suffixes[-1] if suffixes else ""
-    if suffix == ".json":
+    return {".json": "json", ".lz4": "lz4", ".parquet": "parquet", ".parq": "parquet"}.get(suffix, "trec")
+
+
+def _from_file(path: Path, kind: str) -> dict:
+    form = file_format(path)
+    if form == "json":
         return _from_json(path, kind)
-    if suffix == ".lz4":
+    if form == "lz4":
         return _from_lz4(path, kind)
-    if suffix in (".parquet", ".parq"):
+    if form == "parquet":
         import pandas as pd
 
         return _from_dataframe(pd.read_parquet(path), kind)

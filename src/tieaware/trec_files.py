@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
-from .inputs import _DECOMPRESSION_ERRORS, _checked_path, _grade, _layout_hint, _open_binary, _score
+from .inputs import _DECOMPRESSION_ERRORS, STDIN, _checked_path, _grade, _layout_hint, _open_binary, _score
 from .kernels import trec as kernel
 
 #: bytes read per block (whole lines; a longer line makes a longer block)
@@ -56,6 +56,11 @@ class TrecFile:
         self.path = _checked_path(path, kind)
         self.kind = kind
         self.tag: str | None = None
+
+    @property
+    def rereadable(self) -> bool:
+        """Whether the file can be read again (a regular file, not standard input, a pipe or a FIFO)."""
+        return str(self.path) != STDIN and self.path.is_file()
 
     def blocks(self) -> Iterator[Block]:
         """The file's records, block by block; a bad line raises after the records before it."""
