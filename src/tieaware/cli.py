@@ -599,7 +599,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="exit 1 when the range of any mean (max - min over tie orders) exceeds X")
     ev.add_argument("--stream", nargs="?", type=_positive_int, const=True, default=None, metavar="QUERIES",
                     help="chunks of N whole queries (--stream N); a TREC run is always read chunk by chunk "
-                    "(default: 1,000 queries or about 262,144 documents a chunk), so memory grows with the "
+                    "(default: 1,000 queries or about 65,536 documents a chunk), so memory grows with the "
                     "chunk, not the run; bare --stream is accepted and changes nothing")
     ev.add_argument("--per-query-out", metavar="PATH",
                     help="write per-query rows (TSV, or .parquet) as they are produced, for `tieaware merge`")

@@ -36,7 +36,7 @@ from .trec_files import TrecFile, put_segment
 #: Queries per chunk unless given.
 CHUNK_QUERIES = 1_000
 #: Documents per chunk (whole queries, so more when one query has more) unless a number of queries is given.
-CHUNK_DOCS = 1 << 18
+CHUNK_DOCS = 1 << 16
 #: Bytes of run file per bucket when a file not grouped by query is partitioned.
 BUCKET_BYTES = 256 * 2 ** 20
 _ROW_COLUMNS = ["metric", "query_id", *PER_QUERY_COLUMNS, "oblivious_order"]

@@ -26,7 +26,7 @@ from .inputs import _DECOMPRESSION_ERRORS, STDIN, _checked_path, _grade, _layout
 from .kernels import trec as kernel
 
 #: bytes read per block (whole lines; a longer line makes a longer block)
-BLOCK_BYTES = 1 << 23
+BLOCK_BYTES = 1 << 21
 _COLUMNS = {"run": ("qid Q0 docid rank score tag", 6), "qrels": ("qid iter docid rel", 4)}
 _WORDS = tuple(np.frombuffer(word, np.uint8) for word in (b"inf", b"infinity", b"nan"))
 _BOM = b"\xef\xbb\xbf"
