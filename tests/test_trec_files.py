@@ -293,3 +293,12 @@ def test_unsorted_run_from_a_pipe_is_an_error_naming_the_remedy(plain, tmp_path,
     writer.join()
     err = capsys.readouterr().err
     assert "is not grouped by query" in err and "sort -s -k1,1" in err and "comes back" in err
+
+
+def test_the_scan_is_not_on_the_dict_path():
+    """Evaluating dicts neither imports nor compiles the TREC scan."""
+    code = ("import sys, tieaware; tieaware.evaluate({'q': {'a': 1}}, {'q': {'a': 1.0}}, 'ndcg@10'); "
+            "print('tieaware.kernels.trec' in sys.modules, 'tieaware.trec_files' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", "False"]

@@ -12,9 +12,11 @@ doc_id, relevance`` or ``ScoredDoc`` with ``query_id, doc_id, score``, recognise
 by those names and read once). MTEB predictions files: `load_mteb_predictions`.
 
 Files may be gzip, bzip2 or xz compressed (recognised by their first bytes,
-whatever their name) and may start with a UTF-8 byte-order mark. TREC files
-follow trec_eval: blank lines and ``#`` comment lines are skipped, fields after
-the sixth of a run line are ignored, and grades are integers (a fractional or
+whatever their name) and may start with a UTF-8 byte-order mark; they are read
+once, so a FIFO, process substitution or ``-`` (standard input) works as a path.
+TREC files are read by `tieaware.trec_files` and follow trec_eval: columns are
+split on ASCII whitespace, blank lines and ``#`` comment lines are skipped,
+fields after the sixth of a run line are ignored, and grades are integers (a fractional or
 exponent-written grade, which trec_eval's ``atol`` would silently truncate, is
 an error here). Scores must be numbers as C's ``atof`` reads them the same way
 (no ``0_4``, no non-ASCII digits); ``inf``/``-inf`` are ordinary scores.
@@ -56,12 +58,10 @@ QrelsLike = Union["ranx.Qrels", Mapping, str, os.PathLike, "pd.DataFrame", Itera
 #: Anything `load_run` accepts: a ranx ``Run``, ``{qid: {docid: score}}``, a path, a DataFrame, records.
 RunLike = Union["ranx.Run", Mapping, str, os.PathLike, "pd.DataFrame", Iterable]  # noqa: F821
 
-_RUN_COLUMNS = ("qid Q0 docid rank score tag", 6)
 _EXPECTED = {"run": "a run is {query_id: {doc_id: score}} with numbers as scores",
              "qrels": "qrels are {query_id: {doc_id: relevance}} with numbers as grades"}
 #: The key that marks an MTEB predictions file (see `load_mteb_predictions`).
 MTEB_META = "mteb_model_meta"
-_QRELS_COLUMNS = ("qid iter docid rel", 4)
 _MAGIC = ((b"\x1f\x8b", gzip.open, "gzip"), (b"BZh", bz2.open, "bzip2"), (b"\xfd7zXZ\x00", lzma.open, "xz"))
 _DECOMPRESSION_ERRORS = (OSError, EOFError, lzma.LZMAError, ValueError)
 
