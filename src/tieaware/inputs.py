@@ -37,21 +37,19 @@ document at fault.
 """
 from __future__ import annotations
 
-import bz2
-import contextlib
-import gzip
 import io
 import json
-import lzma
-import math
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from operator import attrgetter
 from pathlib import Path
-from typing import IO, Union
+from typing import Union
 
-from .errors import InputError, MissingFileError
+from .errors import InputError
+from .raw_files import DECOMPRESSION_ERRORS as _DECOMPRESSION_ERRORS
+from .raw_files import checked_path as _checked_path
+from .raw_files import open_binary as _open_binary
 
 #: Anything `load_qrels` accepts: a ranx ``Qrels``, ``{qid: {docid: grade}}``, a path, a DataFrame, records.
 QrelsLike = Union["ranx.Qrels", Mapping, str, os.PathLike, "pd.DataFrame", Iterable]  # noqa: F821
@@ -62,8 +60,6 @@ _EXPECTED = {"run": "a run is {query_id: {doc_id: score}} with numbers as scores
              "qrels": "qrels are {query_id: {doc_id: relevance}} with numbers as grades"}
 #: The key that marks an MTEB predictions file (see `load_mteb_predictions`).
 MTEB_META = "mteb_model_meta"
-_MAGIC = ((b"\x1f\x8b", gzip.open, "gzip"), (b"BZh", bz2.open, "bzip2"), (b"\xfd7zXZ\x00", lzma.open, "xz"))
-_DECOMPRESSION_ERRORS = (OSError, EOFError, lzma.LZMAError, ValueError)
 
 
 # ------------------------------------------------------------------- ranx
@@ -85,68 +81,6 @@ def _is_dataframe(obj) -> bool:
 
 
 # ------------------------------------------------------------- raw files
-#: The path that names standard input (a run or qrels read from a pipe).
-STDIN = "-"
-
-
-def _checked_path(path, kind: str) -> Path:
-    path = Path(path)
-    if str(path) == STDIN:
-        return path
-    if path.is_dir():
-        raise MissingFileError(f"{kind} path {str(path)!r} is a directory, not a file.")
-    if not path.exists():
-        raise MissingFileError(f"{kind} file {str(path)!r} does not exist.")
-    return path
-
-
-class _Prefixed(io.RawIOBase):
-    """A stream whose first bytes were already read (``head``): they come first, then the rest."""
-
-    def __init__(self, head: bytes, rest: IO[bytes]):
-        self._head, self._rest = memoryview(head), rest
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        if self._head:
-            n = min(len(buffer), len(self._head))
-            buffer[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        return self._rest.readinto(buffer)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._rest.close()
-        super().close()
-
-
-@contextlib.contextmanager
-def _open_binary(path: Path, kind: str) -> Iterator[tuple[IO[bytes], str]]:
-    """(the file's bytes, its compression: "gzip", "bzip2", "xz" or ""), decompressed when its first bytes
-    say so. The file is opened once and read once, so a pipe, a FIFO or ``-`` (standard input) loses
-    nothing to the probe."""
-    try:
-        raw = os.fdopen(os.dup(sys.stdin.fileno()), "rb") if str(path) == STDIN else open(path, "rb")
-    except OSError as exc:
-        raise InputError(f"Cannot read {kind} file {str(path)!r}: {exc.strerror or exc}.") from None
-    with raw:
-        try:
-            head = raw.read(6)
-        except OSError as exc:
-            raise InputError(f"Cannot read {kind} file {str(path)!r}: {exc.strerror or exc}.") from None
-        with io.BufferedReader(_Prefixed(head, raw), 1 << 20) as stream:
-            opener, name = next(((opener, name) for magic, opener, name in _MAGIC if head.startswith(magic)),
-                                (None, ""))
-            if opener is None:
-                yield stream, name
-            else:
-                with opener(stream, "rb") as handle:
-                    yield handle, name
-
-
 def _decode(raw: bytes, path: Path, line_no: int, kind: str) -> str:
     try:
         return raw.decode("utf-8")
@@ -255,53 +189,6 @@ def write_trec_run(run: dict, name: str, handle) -> int:
     return lines
 
 
-def _has_foreign_characters(text: str) -> bool:
-    """Python's ``float``/``int`` accept ``_`` separators and non-ASCII digits; C's atof/atol do not."""
-    return "_" in text or not text.isascii()
-
-
-def _score(text: str, where: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is None or _has_foreign_characters(text):
-        raise InputError(f"{where}: score {text!r} is not a number.")
-    if math.isnan(value):
-        raise InputError(f"{where}: score is NaN.")
-    return value
-
-
-def _grade(text: str, where: str) -> int:
-    """A TREC qrels grade: an integer (``2`` or ``2.0``), as trec_eval's ``atol`` reads it."""
-    if not _has_foreign_characters(text):
-        try:
-            return int(text)
-        except ValueError:
-            pass
-        head, dot, tail = text.partition(".")
-        if dot and tail.strip("0") == "" and (head[1:] if head[:1] in ("+", "-") else head).isdigit():
-            return int(head)
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is not None and not _has_foreign_characters(text) and math.isfinite(value):
-        raise InputError(f"{where}: relevance {text!r} is not an integer. TREC qrels grades are integers "
-                         f"(trec_eval would silently read it as {_atol(text)}); give a dict or DataFrame "
-                         "for fractional gains.")
-    raise InputError(f"{where}: relevance {text!r} is not an integer grade.")
-
-
-def _atol(text: str) -> int:
-    digits = ""
-    for ch in text.lstrip("+-"):
-        if not ch.isdigit():
-            break
-        digits += ch
-    return int(text[0] + digits) if digits and text[0] in "+-" else int(digits or 0)
-
-
 def read_trec_run(path) -> dict:
     """Read a TREC run file (plain or compressed) into ``{qid: {docid: score}}``, line order kept.
 
@@ -330,16 +217,6 @@ def put_value(table: dict, qid: str, docid: str, value, where: str) -> None:
     if docid in docs:
         raise InputError(f"{where}: document {docid!r} appears twice for query {qid!r}.")
     docs[docid] = value
-
-
-def _layout_hint(kind: str, n_cols: int) -> str:
-    if kind == "run" and n_cols == 4:
-        return (" It looks like a qrels line (qid iter docid rel), or a run without the Q0 and tag columns "
-                "(qid docid rank score): was a qrels file given as the run? Write runs as 'qid Q0 docid rank "
-                "score tag'.")
-    if kind == "qrels" and n_cols >= 6:
-        return " It looks like a run line (qid Q0 docid rank score tag): was a run file given as the qrels?"
-    return ""
 
 
 # ------------------------------------------------------ other containers

@@ -15,6 +15,7 @@ their text by Python's ``float``, which is correctly rounded as C's ``strtod`` i
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
-from .inputs import _DECOMPRESSION_ERRORS, STDIN, _checked_path, _grade, _layout_hint, _open_binary, _score
 from .kernels import trec as kernel
+from .raw_files import DECOMPRESSION_ERRORS, STDIN, checked_path, open_binary
 
 #: bytes read per block (whole lines; a longer line makes a longer block)
 BLOCK_BYTES = 1 << 21
@@ -53,7 +54,7 @@ class TrecFile:
     last run line read so far (trec_eval's ``runid`` once the file is read)."""
 
     def __init__(self, path, kind: str):
-        self.path = _checked_path(path, kind)
+        self.path = checked_path(path, kind)
         self.kind = kind
         self.tag: str | None = None
 
@@ -68,13 +69,13 @@ class TrecFile:
         words = _WORDS
         empty_f, empty_i = np.empty(0, np.float64), np.empty(0, np.int64)
         lines_before = 0
-        with _open_binary(self.path, self.kind) as (handle, compression):
+        with open_binary(self.path, self.kind) as (handle, compression):
             carry = b""
             first = True
             while True:
                 try:
                     data = handle.read(BLOCK_BYTES)
-                except _DECOMPRESSION_ERRORS as exc:
+                except DECOMPRESSION_ERRORS as exc:
                     raise InputError(f"{self.path}: cannot decompress the {self.kind} file ({compression or 'plain'} "
                                      f"data) after line {lines_before}: {exc}.") from None
                 if data:
@@ -157,6 +158,63 @@ class TrecFile:
         except InputError as exc:
             return exc
         return InputError(f"{where}: score {tokens[4]!r} is not a number.")
+
+
+def _has_foreign_characters(text: str) -> bool:
+    """Python's ``float``/``int`` accept ``_`` separators and non-ASCII digits; C's atof/atol do not."""
+    return "_" in text or not text.isascii()
+
+
+def _score(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or _has_foreign_characters(text):
+        raise InputError(f"{where}: score {text!r} is not a number.")
+    if math.isnan(value):
+        raise InputError(f"{where}: score is NaN.")
+    return value
+
+
+def _grade(text: str, where: str) -> int:
+    """A TREC qrels grade: an integer (``2`` or ``2.0``), as trec_eval's ``atol`` reads it."""
+    if not _has_foreign_characters(text):
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        head, dot, tail = text.partition(".")
+        if dot and tail.strip("0") == "" and (head[1:] if head[:1] in ("+", "-") else head).isdigit():
+            return int(head)
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is not None and not _has_foreign_characters(text) and math.isfinite(value):
+        raise InputError(f"{where}: relevance {text!r} is not an integer. TREC qrels grades are integers "
+                         f"(trec_eval would silently read it as {_atol(text)}); give a dict or DataFrame "
+                         "for fractional gains.")
+    raise InputError(f"{where}: relevance {text!r} is not an integer grade.")
+
+
+def _atol(text: str) -> int:
+    digits = ""
+    for ch in text.lstrip("+-"):
+        if not ch.isdigit():
+            break
+        digits += ch
+    return int(text[0] + digits) if digits and text[0] in "+-" else int(digits or 0)
+
+
+def _layout_hint(kind: str, n_cols: int) -> str:
+    if kind == "run" and n_cols == 4:
+        return (" It looks like a qrels line (qid iter docid rel), or a run without the Q0 and tag columns "
+                "(qid docid rank score): was a qrels file given as the run? Write runs as 'qid Q0 docid rank "
+                "score tag'.")
+    if kind == "qrels" and n_cols >= 6:
+        return " It looks like a run line (qid Q0 docid rank score tag): was a run file given as the qrels?"
+    return ""
 
 
 def put_segment(table: dict, block: Block, segment: int, values: list) -> None:
