@@ -583,8 +583,9 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Evaluate runs: E[M], oblivious value, min, max, range, bias, tie_std. "
                              "Run queries without qrels are dropped with a warning, as trec_eval drops them.")
     ev.add_argument("--list-metrics", action=_ListMetrics, help="print every metric name tieaware reads and exit")
-    ev.add_argument("qrels")
-    ev.add_argument("runs", nargs="+", metavar="run")
+    ev.add_argument("qrels", help="qrels file, plain or gzip/bzip2/xz; '-' reads standard input")
+    ev.add_argument("runs", nargs="+", metavar="run", help="run files (TREC, JSON, Parquet, LZ4); a pipe, a FIFO "
+                    "or '-' (standard input, if the qrels are not read from it) is read once")
     _metric_option(ev, _METRIC_HELP + _DEFAULT_HELP)
     _keep_going_option(ev)
     ev.add_argument("-q", "--per-query", action="store_true", help="per-query values too (query 'all': the mean)")
