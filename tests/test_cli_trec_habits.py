@@ -272,4 +272,4 @@ def test_stream_treats_query_sets_as_in_memory(capsys, tmp_path, tiny):
     assert "have no qrels" in err and "1 in the qrels but not in the run (e.g. ['q2'])" in err
     assert "in the run but not in the qrels" not in err
     rows, err = eval_json(capsys, qrels, run, "-m", "P.1", "-c", "--stream=1")
-    assert rows["P.1"]["expected"] == 0.5 and "1 of its queries have no qrels" in err
+    assert rows["P.1"]["expected"] == 0.5 and "1 of its 2 queries have no qrels" in err

@@ -155,7 +155,7 @@ def test_warmup_covers_every_family_and_reports_its_steps():
     assert summary["seconds"] >= sum(summary["steps"].values()) - 1e-9
     for label in summary["steps"]:
         assert label in text
-    assert "done in" in text and "ranx's tie order" in text and "tie census" in text
+    assert "done in" in text and "ranx's tie order" in text and "tie census" in text and "TREC file reader" in text
     assert tieaware.warmup(verbose=False)["compiled"] == 0  # everything is compiled now
 
 

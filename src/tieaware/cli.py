@@ -123,19 +123,10 @@ def _trec_order_key(trec_name: str) -> tuple:
     return len(TREC_PRINT_ORDER), 0
 
 
-def _run_tag(path) -> str | None:
-    """The sixth column of a TREC run file's first line (trec_eval's ``runid``); None for other formats."""
-    from .inputs import open_text
-
-    try:
-        with open_text(path) as lines:
-            for line in lines:
-                fields = line.split()
-                if fields and not fields[0].startswith("#"):
-                    return fields[5] if len(fields) >= 6 else None
-    except (OSError, UnicodeDecodeError, TieawareError):
-        return None
-    return None
+def _one_stdin(qrels, runs: list) -> None:
+    """``-`` (standard input) names the qrels or one run, not both."""
+    if sum(path == "-" for path in (qrels, *runs)) > 1:
+        raise InputError("'-' (standard input) can be the qrels or one run, not both.")
 
 
 def _run_names(paths: list) -> list:
@@ -306,29 +297,42 @@ def _write_trec(frame, runids: dict, num_queries: dict, lines: list, relevance_l
             out.write(f"{trec_name:<22}\tall\t{fixed(means[first[trec_name]], digits, 6)}\n")
 
 
-def _evaluate_file(qrels, path, metrics: list, args):
-    """One run file evaluated as trec_eval evaluates it: queries without qrels dropped with a warning,
-    ``-M`` applied; qrels queries the run lacks are an error without ``-c`` (trec_eval 10 stops too).
-    ``--stream`` learns the run's queries only by reading it, so a run whose queries differ from the qrels'
-    is read a second time."""
+def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
+    """(report, run tag or None) of one run file evaluated as trec_eval evaluates it: queries without qrels
+    dropped with a warning, ``-M`` applied; qrels queries the run lacks are an error without ``-c``
+    (trec_eval 10 stops too). A TREC run file is read once, chunk by chunk of whole queries
+    (`streaming.evaluate_file`; ``--stream N``: N queries a chunk), so memory grows with the chunk, not the
+    run; with ``-M``, and JSON, Parquet or LZ4 runs, the run is read in memory."""
     from .evaluation import evaluate
-    from .inputs import load_run, without_identical_ids
+    from .inputs import file_format, load_run, without_identical_ids
 
-    options = dict(oblivious=args.oblivious, relevance_level=args.relevance_level,
-                   per_query_out=args.per_query_out, ignore_identical_ids=args.ignore_identical_ids)
-    if args.stream:
-        if args.max_docs is not None:
-            raise InputError("-M reads each run in memory: drop --stream (or cut the run file first).")
-        try:  # first without make_comparable, so that run queries without qrels are named, also with -c
-            return evaluate(qrels, path, metrics, make_comparable=False, stream=args.stream, **options)
+    trec = file_format(path) == "trec"
+    if args.max_docs is None and trec:
+        from .streaming import evaluate_file
+
+        try:
+            report, streamed = evaluate_file(qrels, path, metrics, relevance_level=args.relevance_level,
+                                             oblivious=args.oblivious, make_comparable=args.make_comparable,
+                                             chunk_queries=None if args.stream in (None, True) else args.stream,
+                                             per_query_out=args.per_query_out,
+                                             ignore_identical_ids=args.ignore_identical_ids)
         except QueryMismatchError as exc:
             if exc.extra:
                 _say("eval", "warning", f"run {path}: {len(exc.extra)} of its queries have no qrels and are not "
                      f"evaluated (e.g. {exc.extra[:5]}), as trec_eval does.")
-            if exc.missing and not args.make_comparable:
-                raise QueryMismatchError(exc.missing, []) from None
-            return evaluate(qrels, path, metrics, make_comparable=True, stream=args.stream, **options)
-    run = load_run(path)
+            raise QueryMismatchError(exc.missing, []) from None
+        if streamed.extra:
+            _say("eval", "warning", f"run {path}: {len(streamed.extra)} of its {streamed.run_queries} queries have "
+                 f"no qrels and are not evaluated (e.g. {streamed.extra[:5]}), as trec_eval does.")
+        return report, streamed.run_tag
+    if args.stream:
+        raise InputError("-M reads each run in memory: drop --stream (or cut the run file first).")
+    if trec:
+        from .trec_files import read_trec
+
+        run, tag = read_trec(path, "run")
+    else:
+        run, tag = load_run(path), None
     if args.ignore_identical_ids:  # before -M, as BEIR drops them before ranking
         run = without_identical_ids(run)
     if isinstance(run, dict):
@@ -337,7 +341,9 @@ def _evaluate_file(qrels, path, metrics: list, args):
             run = _top_with_ties(run, args.max_docs, path, "eval")
     elif args.max_docs is not None:
         raise InputError("-M takes TREC or ranx JSON run files.")
-    return evaluate(qrels, run, metrics, make_comparable=args.make_comparable, **options)
+    report = evaluate(qrels, run, metrics, make_comparable=args.make_comparable, oblivious=args.oblivious,
+                      relevance_level=args.relevance_level, per_query_out=args.per_query_out)
+    return report, tag
 
 
 def cmd_eval(args) -> int:
@@ -354,6 +360,7 @@ def cmd_eval(args) -> int:
     if args.per_query_out and len(args.runs) > 1:
         raise InputError("--per-query-out takes one run (write one table per run, then `tieaware merge` them).")
     check_outputs([args.per_query_out], [args.qrels, *args.runs])
+    _one_stdin(args.qrels, args.runs)
     qrels = load_qrels(args.qrels)
     if not isinstance(qrels, dict):
         qrels = qrels.to_dict()
@@ -361,14 +368,14 @@ def cmd_eval(args) -> int:
     for name, path in progress(list(zip(_run_names(args.runs), args.runs)), unit="run", desc="evaluating", delay=1.0,
                                leave=False):
         try:
-            report = _evaluate_file(qrels, path, metrics, args)
+            report, tag = _evaluate_file(qrels, path, metrics, args)
         except QueryMismatchError as exc:
             cli_error = QueryMismatchError(exc.missing, exc.extra, remedy="pass -c (--make-comparable)")
             raise InputError(f"run {path}: {cli_error}") from None
         except InputError as exc:
             raise InputError(f"run {path}: {exc}") from None
         frames.append(_eval_frame(name, report, args.per_query))
-        runids[name] = _run_tag(path) or name
+        runids[name] = tag or name
         num_queries[name] = len(report[metrics[0]].per_query)
     frame = pd.concat(frames, ignore_index=True)
     if args.output == "trec":
@@ -604,8 +611,9 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Evaluate runs: E[M], oblivious value, min, max, range, bias, tie_std. "
                              "Run queries without qrels are dropped with a warning, as trec_eval drops them.")
     ev.add_argument("--list-metrics", action=_ListMetrics, help="print every metric name tieaware reads and exit")
-    ev.add_argument("qrels")
-    ev.add_argument("runs", nargs="+", metavar="run")
+    ev.add_argument("qrels", help="qrels file, plain or gzip/bzip2/xz; '-' reads standard input")
+    ev.add_argument("runs", nargs="+", metavar="run", help="run files (TREC, JSON, Parquet, LZ4); a pipe, a FIFO "
+                    "or '-' (standard input, if the qrels are not read from it) is read once")
     _metric_option(ev, _METRIC_HELP + _DEFAULT_HELP)
     _keep_going_option(ev)
     ev.add_argument("-q", "--per-query", action="store_true",
@@ -622,8 +630,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--fail-bias-above", type=_non_negative, metavar="X",
                     help="exit 1 when |bias| of any mean (|oblivious - E[M]|) exceeds X")
     ev.add_argument("--stream", nargs="?", type=_positive_int, const=True, default=None, metavar="QUERIES",
-                    help="read each run in chunks of whole queries (default 1,000 a chunk; --stream N for N): "
-                    "memory grows with the chunk, not the run; the numbers are the same")
+                    help="chunks of N whole queries (--stream N); a TREC run is always read chunk by chunk "
+                    "(default: 1,000 queries or about 65,536 documents a chunk), so memory grows with the "
+                    "chunk, not the run; bare --stream is accepted and changes nothing")
     ev.add_argument("--per-query-out", metavar="PATH",
                     help="write per-query rows (TSV, or .parquet) with the metrics, -l, tie order and tieaware "
                     "version, for `tieaware merge`; the file appears only once complete")

@@ -130,9 +130,9 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         if stream:
             from .streaming import evaluate_stream
 
-            query_ids, frames = evaluate_stream(qrels, run, specs, make_comparable, oblivious,
-                                                chunk_queries=None if stream is True else stream,
-                                                ignore_identical_ids=ignore_identical_ids)
+            query_ids, frames, *_ = evaluate_stream(qrels, run, specs, make_comparable, oblivious,
+                                                    chunk_queries=None if stream is True else stream,
+                                                    ignore_identical_ids=ignore_identical_ids)
             results = {spec.name: MetricResult(spec.name, frames[spec.name], oblivious) for spec in specs}
         else:
             query_ids, tables = per_query_tables(qrels, run, specs, make_comparable, oblivious,

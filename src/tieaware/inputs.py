@@ -16,9 +16,11 @@ tab-separated fields; a TREC run line has six columns). An open file or
 ``io.StringIO`` is read where a path is (`_from_file_object`).
 
 Files may be gzip, bzip2 or xz compressed (recognised by their first bytes,
-whatever their name) and may start with a UTF-8 byte-order mark. TREC files
-follow trec_eval: blank lines and ``#`` comment lines are skipped, fields after
-the sixth of a run line are ignored, and grades are integers (a fractional or
+whatever their name) and may start with a UTF-8 byte-order mark; they are read
+once, so a FIFO, process substitution or ``-`` (standard input) works as a path.
+TREC files are read by `tieaware.trec_files` and follow trec_eval: columns are
+split on ASCII whitespace, blank lines and ``#`` comment lines are skipped,
+fields after the sixth of a run line are ignored, and grades are integers (a fractional or
 exponent-written grade, which trec_eval's ``atol`` would silently truncate, is
 an error here). Scores must be numbers as C's ``atof`` reads them the same way
 (no ``0_4``, no non-ASCII digits); ``inf``/``-inf`` are ordinary scores.
@@ -39,34 +41,30 @@ document at fault.
 """
 from __future__ import annotations
 
-import bz2
-import gzip
 import io
 import json
-import lzma
 import math
 import os
 import sys
 from collections.abc import Iterable, Mapping
 from operator import attrgetter
 from pathlib import Path
-from typing import IO, Union
+from typing import Union
 
-from .errors import InputError, MissingFileError
+from .errors import InputError
+from .raw_files import DECOMPRESSION_ERRORS as _DECOMPRESSION_ERRORS
+from .raw_files import checked_path as _checked_path
+from .raw_files import open_binary as _open_binary
 
 #: Anything `load_qrels` accepts: a ranx ``Qrels``, ``{qid: {docid: grade}}``, a path, a DataFrame, records.
 QrelsLike = Union["ranx.Qrels", Mapping, str, os.PathLike, "pd.DataFrame", Iterable]  # noqa: F821
 #: Anything `load_run` accepts: a ranx ``Run``, ``{qid: {docid: score}}``, a path, a DataFrame, records.
 RunLike = Union["ranx.Run", Mapping, str, os.PathLike, "pd.DataFrame", Iterable]  # noqa: F821
 
-_RUN_COLUMNS = ("qid Q0 docid rank score tag", 6)
 _EXPECTED = {"run": "a run is {query_id: {doc_id: score}} with numbers as scores",
              "qrels": "qrels are {query_id: {doc_id: relevance}} with numbers as grades"}
 #: The key that marks an MTEB predictions file (see `load_mteb_predictions`).
 MTEB_META = "mteb_model_meta"
-_QRELS_COLUMNS = ("qid iter docid rel", 4)
-_MAGIC = ((b"\x1f\x8b", gzip.open, "gzip"), (b"BZh", bz2.open, "bzip2"), (b"\xfd7zXZ\x00", lzma.open, "xz"))
-_DECOMPRESSION_ERRORS = (OSError, EOFError, lzma.LZMAError, ValueError)
 
 
 # ------------------------------------------------------------------- ranx
@@ -88,34 +86,6 @@ def _is_dataframe(obj) -> bool:
 
 
 # ------------------------------------------------------------- raw files
-def _checked_path(path, kind: str) -> Path:
-    path = Path(path)
-    if path.is_dir():
-        raise MissingFileError(f"{kind} path {str(path)!r} is a directory, not a file.")
-    if not path.exists():
-        raise MissingFileError(f"{kind} file {str(path)!r} does not exist.")
-    return path
-
-
-def _open_binary(path: Path, kind: str) -> IO[bytes]:
-    """The file's bytes, decompressed when its first bytes say gzip, bzip2 or xz."""
-    try:
-        with open(path, "rb") as probe:
-            head = probe.read(6)
-        for magic, opener, _ in _MAGIC:
-            if head.startswith(magic):
-                return opener(path, "rb")
-        return open(path, "rb")
-    except OSError as exc:
-        raise InputError(f"Cannot read {kind} file {str(path)!r}: {exc.strerror or exc}.") from None
-
-
-def _compression(path: Path) -> str:
-    with open(path, "rb") as probe:
-        head = probe.read(6)
-    return next((name for magic, _, name in _MAGIC if head.startswith(magic)), "")
-
-
 def _decode(raw: bytes, path: Path, line_no: int, kind: str) -> str:
     try:
         return raw.decode("utf-8")
@@ -130,7 +100,7 @@ def iter_lines(path, kind: str = "text"):
     `InputError` naming the file (and the line)."""
     path = _checked_path(path, kind)
     line_no = 0
-    with _open_binary(path, kind) as handle:
+    with _open_binary(path, kind) as (handle, compression):
         try:
             for line_no, raw in enumerate(handle, 1):
                 text = _decode(raw, path, line_no, kind)
@@ -140,7 +110,7 @@ def iter_lines(path, kind: str = "text"):
         except _DECOMPRESSION_ERRORS as exc:
             if isinstance(exc, InputError):
                 raise
-            raise InputError(f"{path}: cannot decompress the {kind} file ({_compression(path) or 'plain'} data) "
+            raise InputError(f"{path}: cannot decompress the {kind} file ({compression or 'plain'} data) "
                              f"after line {line_no}: {exc}.") from None
 
 
@@ -224,53 +194,6 @@ def write_trec_run(run: dict, name: str, handle) -> int:
     return lines
 
 
-def _has_foreign_characters(text: str) -> bool:
-    """Python's ``float``/``int`` accept ``_`` separators and non-ASCII digits; C's atof/atol do not."""
-    return "_" in text or not text.isascii()
-
-
-def _score(text: str, where: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is None or _has_foreign_characters(text):
-        raise InputError(f"{where}: score {text!r} is not a number.")
-    if math.isnan(value):
-        raise InputError(f"{where}: score is NaN.")
-    return value
-
-
-def _grade(text: str, where: str) -> int:
-    """A TREC qrels grade: an integer (``2`` or ``2.0``), as trec_eval's ``atol`` reads it."""
-    if not _has_foreign_characters(text):
-        try:
-            return int(text)
-        except ValueError:
-            pass
-        head, dot, tail = text.partition(".")
-        if dot and tail.strip("0") == "" and head.lstrip("+-").isdigit():
-            return int(head)
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is not None and not _has_foreign_characters(text) and math.isfinite(value):
-        raise InputError(f"{where}: relevance {text!r} is not an integer. TREC qrels grades are integers "
-                         f"(trec_eval would silently read it as {_atol(text)}); give a dict or DataFrame "
-                         "for fractional gains.")
-    raise InputError(f"{where}: relevance {text!r} is not an integer grade.")
-
-
-def _atol(text: str) -> int:
-    digits = ""
-    for ch in text.lstrip("+-"):
-        if not ch.isdigit():
-            break
-        digits += ch
-    return int(text[0] + digits) if digits and text[0] in "+-" else int(digits or 0)
-
-
 def read_trec_run(path) -> dict:
     """Read a TREC run file (plain or compressed) into ``{qid: {docid: score}}``, line order kept.
 
@@ -307,21 +230,9 @@ def read_trec_qrels(path) -> dict:
 
 
 def _read_trec(path, kind: str) -> dict:
-    layout, n_cols = _RUN_COLUMNS if kind == "run" else _QRELS_COLUMNS
-    out: dict = {}
-    for line_no, line in iter_lines(path, kind):
-        cols = line.split()
-        if not cols or cols[0].startswith("#"):
-            continue
-        where = f"{path}:{line_no}"
-        if len(cols) != n_cols and not (kind == "run" and len(cols) > n_cols):  # trec_eval ignores trailing run fields
-            raise InputError(f"{where}: a TREC {kind} line has {n_cols} columns ({layout}), this one has "
-                             f"{len(cols)}: {line.strip()!r}.{_layout_hint(kind, len(cols))}")
-        value = _score(cols[4], where) if kind == "run" else _grade(cols[3], where)
-        put_value(out, cols[0], cols[2], value, where)
-    if not out:
-        raise InputError(f"{kind} file {str(path)!r} holds no {kind} lines.")
-    return out
+    from .trec_files import read_trec  # numpy and the compiled scan, imported when a TREC file is read
+
+    return read_trec(path, kind)[0]
 
 
 def put_value(table: dict, qid: str, docid: str, value, where: str) -> None:
@@ -332,19 +243,6 @@ def put_value(table: dict, qid: str, docid: str, value, where: str) -> None:
     if docid in docs:
         raise InputError(f"{where}: document {docid!r} appears twice for query {qid!r}.")
     docs[docid] = value
-
-
-def _layout_hint(kind: str, n_cols: int) -> str:
-    if kind == "run" and n_cols == 4:
-        return (" It looks like a qrels line (qid iter docid rel), or a run without the Q0 and tag columns "
-                "(qid docid rank score): was a qrels file given as the run? Write runs as 'qid Q0 docid rank "
-                "score tag'.")
-    if kind == "run" and n_cols == 3:
-        return (" Three columns: a qid<TAB>docid<TAB>score run (tab-separated, MS MARCO style) is read in memory "
-                "(not streamed) or with tieaware.inputs.read_tsv_run.")
-    if kind == "qrels" and n_cols >= 6:
-        return " It looks like a run line (qid Q0 docid rank score tag): was a run file given as the qrels?"
-    return ""
 
 
 # ------------------------------------------------------ other containers
@@ -442,22 +340,34 @@ def _from_lz4(path: Path, kind: str) -> dict:
     return _checked_mapping(data, kind, f"{kind} LZ4 file {str(path)!r}")
 
 
-def _from_file(path: Path, kind: str) -> dict:
-    suffixes = [s.lower() for s in path.suffixes]
+def file_format(path) -> str:
+    """How a qrels or run path is read, by its suffix before any compression suffix: "json", "jsonl",
+    "lz4", "parquet", else "tsv" for a regular file whose first line is three tab-separated fields, else
+    "trec"."""
+    suffixes = [s.lower() for s in Path(path).suffixes]
     while suffixes and suffixes[-1] in (".gz", ".bz2", ".xz"):
         suffixes.pop()
     suffix = suffixes[-1] if suffixes else ""
-    if suffix == ".json":
+    form = {".json": "json", ".jsonl": "jsonl", ".lz4": "lz4", ".parquet": "parquet", ".parq": "parquet"}.get(
+        suffix, "trec")
+    if form == "trec" and str(path) != "-" and Path(path).is_file() and _first_line_fields(Path(path)) == 3:
+        return "tsv"  # qid<TAB>docid<TAB>score: a TREC line has six columns (a pipe is never peeked at)
+    return form
+
+
+def _from_file(path: Path, kind: str) -> dict:
+    form = file_format(path)
+    if form == "json":
         return _from_json(path, kind)
-    if suffix == ".jsonl":
+    if form == "jsonl":
         return _from_jsonl_predictions(path, kind)
-    if suffix == ".lz4":
+    if form == "lz4":
         return _from_lz4(path, kind)
-    if suffix in (".parquet", ".parq"):
+    if form == "parquet":
         import pandas as pd
 
         return _from_dataframe(pd.read_parquet(path), kind)
-    if kind == "run" and _first_line_fields(path) == 3:
+    if form == "tsv" and kind == "run":
         return read_tsv_run(path, third_column="auto")
     return _read_trec(path, kind)
 
@@ -549,6 +459,8 @@ def read_tsv_run(path, third_column: str = "score") -> dict:
         InputError: a line that is not three fields, a bad number (naming file:line), a document
             twice for a query, or "auto" on ranks.
     """
+    from .trec_files import _score as score_text  # C's atof rules, as for TREC runs
+
     if third_column not in ("score", "rank", "auto"):
         raise InputError(f"third_column must be 'score', 'rank' or 'auto', got {third_column!r}.")
     path = _checked_path(path, "run")
@@ -563,7 +475,7 @@ def read_tsv_run(path, third_column: str = "score") -> dict:
             raise InputError(f"{where}: a tab-separated run line is qid<TAB>docid<TAB>score, this one is "
                              f"{line.strip()!r}.")
         qid, docid, text = fields
-        value = _score(text.strip(), where)
+        value = score_text(text.strip(), where)
         if ranks_so_far:
             ranks_so_far = value == len(out.get(qid, ())) + 1
         put_value(out, qid, docid, -value if third_column == "rank" else value, where)

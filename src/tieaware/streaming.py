@@ -1,12 +1,13 @@
 """Evaluation of TREC runs larger than memory: whole queries at a time, and merging shards.
 
-`evaluate_stream` reads a run file in chunks of whole queries and evaluates each
-chunk on its own: every metric of a query depends on that query's documents only,
-so the per-query values, and the means over them in the run's order, equal the
-in-memory path exactly, while memory grows with the chunk, not the run. A run
-file is expected to hold each query's lines together (trec_eval's output and
-every ranker's do). If a query comes back after another one started, the file is
-first partitioned by query into temporary bucket files (one extra pass, a warning
+`evaluate_stream` reads a run file once (`trec_files.TrecFile`: a path, a FIFO or
+standard input) in chunks of whole queries and evaluates each chunk on its own:
+every metric of a query depends on that query's documents only, so the per-query
+values, and the means over them in the run's order, equal the in-memory path
+exactly, while memory grows with the chunk, not the run. A run file is expected
+to hold each query's lines together (trec_eval's output and every ranker's do).
+If a query comes back after another one started, the file is first partitioned
+by query into temporary bucket files (one extra pass, a warning
 says so), each of which holds whole queries.
 
 `write_per_query` writes per-query rows with what defines them (TSV or Parquet),
@@ -25,17 +26,22 @@ import warnings
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from .errors import InputError, QueryMismatchError
-from .inputs import _checked_path, _layout_hint, _score, is_ranx_qrels, iter_lines, load_qrels, put_value
+from .inputs import _checked_path, is_ranx_qrels, load_qrels, put_value
+from .metrics import parse_metrics
 from .outputs import atomic_output, check_utf8_ids
 from .report import PER_QUERY_COLUMNS, EvaluationReport, MetricResult, per_query_frame
+from .trec_files import TrecFile, put_segment
 
 #: Queries per chunk unless given.
 CHUNK_QUERIES = 1_000
+#: Documents per chunk (whole queries, so more when one query has more) unless a number of queries is given.
+CHUNK_DOCS = 1 << 16
 #: Bytes of run file per bucket when a file not grouped by query is partitioned.
 BUCKET_BYTES = 256 * 2 ** 20
 _ROW_COLUMNS = ["metric", "query_id", *PER_QUERY_COLUMNS, "oblivious_order"]
@@ -45,36 +51,28 @@ class _Unsorted(Exception):
     """A query's lines are not together in the file."""
 
 
-def _run_lines(path: Path, query_filter=None) -> Iterator[tuple[str, str, float, str]]:
-    """(query id, doc id, score, where) of each run line, as `inputs.read_trec_run` reads them."""
-    for line_no, line in iter_lines(path, "run"):
-        cols = line.split()
-        if not cols or cols[0].startswith("#"):
-            continue
-        where = f"{path}:{line_no}"
-        if len(cols) < 6:
-            raise InputError(f"{where}: a TREC run line has 6 columns (qid Q0 docid rank score tag), this one has "
-                             f"{len(cols)}: {line.strip()!r}.{_layout_hint('run', len(cols))}")
-        if query_filter is None or cols[0] in query_filter:
-            yield cols[0], cols[2], _score(cols[4], where), where
-
-
-def _grouped_chunks(lines, chunk_queries: int) -> Iterator[dict]:
-    """{qid: {docid: score}} chunks of whole queries; raises `_Unsorted` when a query comes back."""
+def _grouped_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None = None) -> Iterator[dict]:
+    """{qid: {docid: score}} chunks of whole queries, a new chunk once one holds ``chunk_queries`` queries
+    or ``chunk_docs`` documents; raises `_Unsorted` when a query comes back."""
     chunk: dict = {}
     finished: set = set()
     current = None
-    for qid, docid, score, where in lines:
-        if qid != current:
-            if qid in finished or qid in chunk:
-                raise _Unsorted(f"{where}: query {qid!r} comes back after other queries")
-            if current is not None:
-                finished.add(current)
-            if len(chunk) >= chunk_queries:
-                yield chunk
-                chunk = {}
-            current = qid
-        put_value(chunk, qid, docid, score, where)
+    docs = 0
+    for block in source.blocks():
+        values = block.values.tolist()
+        for segment, qid in enumerate(block.query_ids):
+            if qid != current:
+                if qid in finished:
+                    raise _Unsorted(f"{block.where(int(block.seg_start[segment]))}: query {qid!r} comes back "
+                                    "after other queries")
+                if current is not None:
+                    finished.add(current)
+                if len(chunk) >= chunk_queries or chunk_docs is not None and docs >= chunk_docs:
+                    yield chunk
+                    chunk, docs = {}, 0
+                current = qid
+            put_segment(chunk, block, segment, values)
+            docs += int(block.seg_start[segment + 1] - block.seg_start[segment])
     if chunk:
         yield chunk
 
@@ -86,11 +84,16 @@ def _bucket_chunks(path: Path, order: list) -> Iterator[dict]:
         handles = [open(Path(folder, f"{b}.tsv"), "w", encoding="utf-8", newline="") for b in range(n_buckets)]
         try:
             seen = set()
-            for qid, docid, score, _ in _run_lines(path):
-                if qid not in seen:
-                    seen.add(qid)
-                    order.append(qid)
-                handles[zlib.crc32(qid.encode()) % n_buckets].write(f"{qid}\t{docid}\t{score!r}\n")
+            for block in TrecFile(path, "run").blocks():
+                values = block.values.tolist()
+                for segment, qid in enumerate(block.query_ids):
+                    if qid not in seen:
+                        seen.add(qid)
+                        order.append(qid)
+                    lo, hi = block.seg_start[segment], block.seg_start[segment + 1]
+                    handles[zlib.crc32(qid.encode()) % n_buckets].write(
+                        "".join(f"{qid}\t{docid}\t{score!r}\n" for docid, score in zip(block.doc_ids[lo:hi],
+                                                                                         values[lo:hi])))
         finally:
             for handle in handles:
                 handle.close()
@@ -103,21 +106,38 @@ def _bucket_chunks(path: Path, order: list) -> Iterator[dict]:
                 yield chunk
 
 
-def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: str, *,
-                    chunk_queries: int | None = None,
-                    ignore_identical_ids: bool = False) -> tuple[list, dict]:
-    """(query ids, {metric: per-query DataFrame}) of a TREC run file read chunk by chunk.
+class Streamed(NamedTuple):
+    """What `evaluate_stream` returns: the evaluated query ids, {metric: per-query DataFrame}, the run's
+    queries without qrels (not evaluated), how many queries the run holds and its tag (trec_eval's
+    ``runid``: the last line's)."""
 
-    Same query order, values and errors as the in-memory path (`evaluation.per_query_tables`).
+    query_ids: list
+    frames: dict
+    extra: list
+    run_queries: int
+    run_tag: str | None
+
+
+def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: str, *,
+                    chunk_queries: int | None = None, drop_extra: bool = False,
+                    ignore_identical_ids: bool = False) -> Streamed:
+    """The per-query tables of a TREC run file (a path, a FIFO or ``-``) read once, chunk by chunk.
+
+    Same query order, values and errors as the in-memory path (`evaluation.per_query_tables`), except
+    that ``drop_extra`` leaves the run's queries without qrels out (named in ``extra``) instead of
+    raising (the error for qrels queries the run lacks still names both). A run from a pipe must be
+    grouped by query (it cannot be read a second time).
     """
     from .evaluation import per_query_tables
 
     if not isinstance(run, (str, os.PathLike)):
         raise InputError(f"stream=True reads a TREC run file; got a {type(run).__name__} (evaluate it in memory).")
+    chunk_docs = CHUNK_DOCS if chunk_queries is None else None
     chunk_queries = CHUNK_QUERIES if chunk_queries is None else chunk_queries
     if isinstance(chunk_queries, bool) or not isinstance(chunk_queries, int) or chunk_queries <= 0:
         raise InputError(f"stream must be True or a positive number of queries per chunk, got {chunk_queries!r}.")
-    path = _checked_path(run, "run")
+    source = TrecFile(run, "run")
+    path = source.path
     qrels = load_qrels(qrels)
     if is_ranx_qrels(qrels):
         qrels = qrels.to_dict()
@@ -137,10 +157,14 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
             pieces[name].append(frame)
 
     try:
-        for chunk in _grouped_chunks(_run_lines(path), chunk_queries):
+        for chunk in _grouped_chunks(source, chunk_queries, chunk_docs):
             order.extend(chunk)
             evaluate_chunk(chunk)
     except _Unsorted as reason:
+        if not source.rereadable:
+            raise InputError(f"run {str(path)!r} is not grouped by query ({reason}) and cannot be read a second "
+                             "time to partition it: give it as a file, or group its lines by query first "
+                             "(sort -s -k1,1).") from None
         warnings.warn(f"run file {str(path)!r} is not grouped by query ({reason}): partitioning it by query "
                       "first (one extra pass).", RuntimeWarning, stacklevel=3)
         order, extra, pieces = [], [], {spec.name: [] for spec in specs}
@@ -150,14 +174,31 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
         raise InputError(f"run file {str(path)!r} holds no run lines.")
     in_run = set(order)
     missing = [q for q in qrels if q not in in_run]
-    if (missing or extra) and not make_comparable:
+    if (missing and not make_comparable) or (extra and not (make_comparable or drop_extra)):
         raise QueryMismatchError(missing, extra)
     if missing:  # make_comparable: scored as empty runs, after the run's queries, as in memory
         evaluate_chunk({q: {} for q in missing})
     query_ids = [q for q in order if q in qrels] + missing
     frames = {name: (pd.concat(parts) if parts else _empty_frame()).reindex(pd.Index(query_ids, name="query_id"))
               for name, parts in pieces.items()}
-    return query_ids, frames
+    return Streamed(query_ids, frames, extra, len(order), source.tag)
+
+
+def evaluate_file(qrels, path, metrics, *, relevance_level: int = 1, oblivious: str = "trec_eval",
+                  make_comparable: bool = False, chunk_queries: int | None = None,
+                  per_query_out=None, ignore_identical_ids: bool = False) -> tuple[EvaluationReport, Streamed]:
+    """(report, `Streamed` without its frames) of a TREC run file read once, chunk by chunk
+    (`evaluate_stream` with ``drop_extra``): what `tieaware eval` does with a run file, as trec_eval does,
+    in memory that grows with the chunk, not the run. ``per_query_out`` is written once complete."""
+    specs = parse_metrics(metrics, relevance_level)
+    streamed = evaluate_stream(qrels, path, specs, make_comparable, oblivious, chunk_queries=chunk_queries,
+                               drop_extra=True, ignore_identical_ids=ignore_identical_ids)
+    report = EvaluationReport({spec.name: MetricResult(spec.name, streamed.frames[spec.name], oblivious)
+                               for spec in specs})
+    if per_query_out is not None:
+        write_per_query(per_query_out, {name: result.per_query for name, result in report.items()},
+                        oblivious=oblivious, relevance_level=relevance_level)
+    return report, streamed._replace(frames={})
 
 
 def _empty_frame() -> pd.DataFrame:

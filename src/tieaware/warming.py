@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import pkgutil
 import sys
+import tempfile
 import time
 from importlib import import_module
+from pathlib import Path
 from typing import TextIO
 
 #: one metric per kernel family (`tieaware.kernels.families.FAMILIES`), several gains where they exist
@@ -63,6 +65,15 @@ def _cache_counts(dispatchers: list) -> tuple[int, int]:
     compiled = sum(sum(d.stats.cache_misses.values()) for d in dispatchers)
     loaded = sum(sum(d.stats.cache_hits.values()) for d in dispatchers)
     return compiled, loaded
+
+
+def _read_a_trec_file() -> None:
+    from .inputs import read_trec_run
+
+    with tempfile.TemporaryDirectory(prefix="tieaware-warmup-") as folder:
+        path = Path(folder, "run.trec")
+        path.write_text("q1 Q0 d1 1 0.5 warmup\n")
+        read_trec_run(path)
 
 
 def warmup(verbose: bool = True, file: TextIO | None = None) -> dict:
@@ -122,6 +133,7 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict:
         step(label, lambda order=order: evaluate(_QRELS, _RUN, "ndcg@3", oblivious=order))
     step("ir_measures' tie orders", lambda: evaluate(_QRELS, _RUN, ["RR@2", "nDCG@3"], oblivious="ir_measures"))
     step("tie census", lambda: modules["tie_census"].census(_RUN, ks=(1, 2, 10)))
+    step("TREC file reader", _read_a_trec_file)
     after = _cache_counts(dispatchers)
     summary = {"steps": steps, "seconds": time.perf_counter() - start, "compiled": after[0] - before[0],
                "loaded": after[1] - before[1], "cache_dir": _cache_dir(dispatchers)}

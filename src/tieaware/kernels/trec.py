@@ -1,0 +1,223 @@
+"""The compiled half of the TREC reader (`tieaware.trec_files`): one pass over a block of whole lines.
+
+Tokens are split on ASCII whitespace (C's ``isspace``: space, tab, newline, vertical tab, form feed,
+carriage return), as trec_eval splits them; a U+00A0 inside an id stays part of the id. Blank lines and
+lines whose first token starts with ``#`` are skipped. A run line needs at least 6 tokens (the rank and the
+fields after the sixth are ignored), a qrels line exactly 4.
+
+A score is the text C's ``strtod`` and Python's ``float`` both read whole and the same way:
+``[+-]? (digits [. digits?] | . digits) ([eE] [+-]? digits)?`` or ``[+-]? (inf | infinity)`` in any case;
+``nan`` is an error. Scores with at most 15 significant digits and a decimal exponent within 22 are
+converted here by Clinger's fast path: the digits as an integer (exact below 2^53) times or divided by an
+exact power of ten, one correctly rounded operation, so the result is the correctly rounded value strtod
+gives. Other scores are flagged for the caller to convert from their text with a correctly rounded routine.
+A grade is ``[+-]? digits [. 0*]`` (``2``, ``+2``, ``2.0``) of at most 18 digits.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .disk_cache import kernel
+
+#: error codes of `scan`: a line with the wrong number of columns, a score that is not a number,
+#: a NaN score, a grade that is not an integer (or beyond 18 digits)
+COLUMNS, SCORE, NAN, GRADE = 1, 2, 3, 4
+_POWERS = np.array([10.0 ** i for i in range(23)])  # each exact in float64
+
+
+@kernel(inline="always")
+def _is_space(c) -> bool:
+    return c == 32 or 9 <= c <= 13
+
+
+@kernel(inline="always")
+def _lower(c):
+    return c | 32 if 65 <= c <= 90 else c
+
+
+@kernel(inline="always")
+def _matches(buf, lo, hi, word) -> bool:
+    if hi - lo != len(word):
+        return False
+    for i in range(hi - lo):
+        if _lower(buf[lo + i]) != word[i]:
+            return False
+    return True
+
+
+@kernel
+def _score(buf, lo, hi, powers, inf_word, infinity_word, nan_word):
+    """(code, value): code 0 and the value, -1 (a number to convert from its text), or SCORE / NAN."""
+    i = lo
+    negative = False
+    if buf[i] == 43 or buf[i] == 45:  # + -
+        negative = buf[i] == 45
+        i += 1
+    if i < hi and (_lower(buf[i]) == 105 or _lower(buf[i]) == 110):  # i n
+        if _matches(buf, i, hi, inf_word) or _matches(buf, i, hi, infinity_word):
+            return 0, -np.inf if negative else np.inf
+        if _matches(buf, i, hi, nan_word):
+            return NAN, 0.0
+        return SCORE, 0.0
+    mantissa = 0
+    significant = 0
+    digits = 0
+    after_point = 0
+    while i < hi and 48 <= buf[i] <= 57:
+        if mantissa > 0 or buf[i] != 48:
+            significant += 1
+            if significant <= 15:
+                mantissa = mantissa * 10 + (buf[i] - 48)
+        digits += 1
+        i += 1
+    if i < hi and buf[i] == 46:  # .
+        i += 1
+        while i < hi and 48 <= buf[i] <= 57:
+            if mantissa > 0 or buf[i] != 48:
+                significant += 1
+                if significant <= 15:
+                    mantissa = mantissa * 10 + (buf[i] - 48)
+            after_point += 1
+            digits += 1
+            i += 1
+    if digits == 0:
+        return SCORE, 0.0
+    exponent = 0
+    if i < hi and (buf[i] == 101 or buf[i] == 69):  # e E
+        i += 1
+        exponent_negative = False
+        if i < hi and (buf[i] == 43 or buf[i] == 45):
+            exponent_negative = buf[i] == 45
+            i += 1
+        exponent_digits = 0
+        while i < hi and 48 <= buf[i] <= 57:
+            if exponent_digits < 6:
+                exponent = exponent * 10 + (buf[i] - 48)
+            exponent_digits += 1
+            i += 1
+        if exponent_digits == 0:
+            return SCORE, 0.0
+        if exponent_digits > 5:
+            exponent = 1_000_000
+        if exponent_negative:
+            exponent = -exponent
+    if i != hi:
+        return SCORE, 0.0
+    if significant > 15:
+        return -1, 0.0
+    if mantissa == 0:
+        return 0, -0.0 if negative else 0.0
+    scale = exponent - after_point
+    if scale > 22 or scale < -22:
+        return -1, 0.0
+    value = float(mantissa) * powers[scale] if scale >= 0 else float(mantissa) / powers[-scale]
+    return 0, -value if negative else value
+
+
+@kernel
+def _grade(buf, lo, hi):
+    """(code, grade): code 0 and the integer, or GRADE."""
+    i = lo
+    negative = False
+    if buf[i] == 43 or buf[i] == 45:
+        negative = buf[i] == 45
+        i += 1
+    value = 0
+    digits = 0
+    while i < hi and 48 <= buf[i] <= 57:
+        value = value * 10 + (buf[i] - 48) if digits < 18 else value
+        digits += 1
+        i += 1
+    if digits == 0 or digits > 18:
+        return GRADE, 0
+    if i < hi and buf[i] == 46:
+        i += 1
+        while i < hi and buf[i] == 48:
+            i += 1
+    if i != hi:
+        return GRADE, 0
+    return 0, -value if negative else value
+
+
+@kernel
+def _append(source, lo, hi, target, at):
+    for i in range(lo, hi):
+        target[at + i - lo] = source[i]
+    target[at + hi - lo] = 10
+    return at + hi - lo + 1
+
+
+@kernel
+def scan(buf, run, rec_line, scores, grades, slow, docs, seg_start, queries, words):
+    """Read the lines of ``buf`` (whole lines, the last ending in a newline) until the first bad one.
+
+    Writes per record (a line that is not blank or a comment): ``rec_line`` its line index in the block,
+    ``scores`` (runs) or ``grades`` (qrels) its value, its doc id into ``docs`` ('\\n' after each);
+    ``seg_start`` the first record of each segment of consecutive lines with one query id and
+    ``queries`` those ids ('\\n' after each); ``slow`` (record, score start, score end) of scores to
+    convert from their text. ``words`` holds b"inf", b"infinity", b"nan".
+
+    Returns (records, doc bytes, segments, query bytes, slow scores, tag start, tag end (of the last
+    record), lines, bad line index or -1, its error code).
+    """
+    inf_word, infinity_word, nan_word = words
+    n = buf.shape[0]
+    starts = np.empty(7, np.int64)
+    ends = np.empty(7, np.int64)
+    n_rec = n_doc = n_seg = n_q = n_slow = 0
+    tag_lo = tag_hi = 0
+    q_lo = q_hi = 0  # the current segment's query id in buf
+    line = 0
+    i = 0
+    while i < n:
+        n_tok = 0
+        while True:  # the line's tokens
+            while i < n and buf[i] != 10 and _is_space(buf[i]):
+                i += 1
+            if i >= n or buf[i] == 10:
+                break
+            lo = i
+            while i < n and not _is_space(buf[i]):
+                i += 1
+            if n_tok < 7:
+                starts[n_tok] = lo
+                ends[n_tok] = i
+            n_tok += 1
+        i += 1  # past the newline
+        if n_tok == 0 or buf[starts[0]] == 35:  # blank, or a # comment
+            line += 1
+            continue
+        if (n_tok < 6) if run else (n_tok != 4):
+            return n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, COLUMNS
+        if run:
+            code, value = _score(buf, starts[4], ends[4], _POWERS, inf_word, infinity_word, nan_word)
+            if code > 0:
+                return n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, code
+            if code < 0:
+                slow[n_slow, 0] = n_rec
+                slow[n_slow, 1] = starts[4]
+                slow[n_slow, 2] = ends[4]
+                n_slow += 1
+            scores[n_rec] = value
+            tag_lo, tag_hi = starts[5], ends[5]
+        else:
+            code, grade = _grade(buf, starts[3], ends[3])
+            if code > 0:
+                return n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, code
+            grades[n_rec] = grade
+        same = n_seg > 0 and ends[0] - starts[0] == q_hi - q_lo
+        if same:
+            for k in range(q_hi - q_lo):
+                if buf[starts[0] + k] != buf[q_lo + k]:
+                    same = False
+                    break
+        if not same:
+            seg_start[n_seg] = n_rec
+            n_seg += 1
+            q_lo, q_hi = starts[0], ends[0]
+            n_q = _append(buf, q_lo, q_hi, queries, n_q)
+        n_doc = _append(buf, starts[2], ends[2], docs, n_doc)
+        rec_line[n_rec] = line
+        n_rec += 1
+        line += 1
+    return n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, line, -1, 0

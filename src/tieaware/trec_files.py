@@ -1,0 +1,254 @@
+"""TREC run and qrels files read into columns by one compiled pass, in blocks of whole lines.
+
+`TrecFile` reads a file (plain, gzip, bzip2 or xz; a path, a FIFO or ``-`` for standard input) once, in
+blocks of about `BLOCK_BYTES`, each scanned by `kernels.trec.scan`: no Python object per line, only the
+ids, decoded per block in one call each. A `Block` holds the ids of its segments of consecutive lines of
+one query, the doc ids, the scores (float64) or grades (int64) and the line numbers. Every reader of TREC
+files uses it: `inputs.read_trec_run` / `read_trec_qrels` (and so `evaluate` on paths and the HPS candidate
+reader) and `streaming.evaluate_stream`.
+
+Strictness is trec_eval's reading made explicit (see `kernels.trec`): what trec_eval would misread
+(a fractional grade, ``0_4``, NaN, a document twice for a query, a wrong number of columns, bytes that
+are not UTF-8) is an `InputError` naming file:line, the first in the file's order. Scores that the
+kernel does not convert exactly (more than 15 significant digits, large exponents) are converted from
+their text by Python's ``float``, which is correctly rounded as C's ``strtod`` is.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+from .kernels import trec as kernel
+from .raw_files import DECOMPRESSION_ERRORS, STDIN, checked_path, open_binary
+
+#: bytes read per block (whole lines; a longer line makes a longer block)
+BLOCK_BYTES = 1 << 21
+_COLUMNS = {"run": ("qid Q0 docid rank score tag", 6), "qrels": ("qid iter docid rel", 4)}
+_WORDS = tuple(np.frombuffer(word, np.uint8) for word in (b"inf", b"infinity", b"nan"))
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass
+class Block:
+    """Records of whole lines of a TREC file: segment ``s`` is query ``query_ids[s]``, records
+    ``seg_start[s]:seg_start[s + 1]``."""
+
+    path: Path
+    query_ids: list
+    seg_start: np.ndarray
+    doc_ids: list
+    values: np.ndarray
+    lines: np.ndarray
+
+    def where(self, record: int) -> str:
+        return f"{self.path}:{self.lines[record]}"
+
+
+class TrecFile:
+    """A TREC run or qrels file read once, block by block (`blocks`); ``tag`` is the sixth column of the
+    last run line read so far (trec_eval's ``runid`` once the file is read)."""
+
+    def __init__(self, path, kind: str):
+        self.path = checked_path(path, kind)
+        self.kind = kind
+        self.tag: str | None = None
+
+    @property
+    def rereadable(self) -> bool:
+        """Whether the file can be read again (a regular file, not standard input, a pipe or a FIFO)."""
+        return str(self.path) != STDIN and self.path.is_file()
+
+    def blocks(self) -> Iterator[Block]:
+        """The file's records, block by block; a bad line raises after the records before it."""
+        run = self.kind == "run"
+        words = _WORDS
+        empty_f, empty_i = np.empty(0, np.float64), np.empty(0, np.int64)
+        lines_before = 0
+        with open_binary(self.path, self.kind) as (handle, compression):
+            carry = b""
+            first = True
+            while True:
+                try:
+                    data = handle.read(BLOCK_BYTES)
+                except DECOMPRESSION_ERRORS as exc:
+                    raise InputError(f"{self.path}: cannot decompress the {self.kind} file ({compression or 'plain'} "
+                                     f"data) after line {lines_before}: {exc}.") from None
+                if data:
+                    data = carry + data
+                    cut = data.rfind(b"\n") + 1
+                    if cut == 0:
+                        carry = data
+                        continue
+                    chunk, carry = data[:cut], data[cut:]
+                else:
+                    chunk, carry = carry, b""
+                    if not chunk:
+                        return
+                    chunk += b"\n"
+                if first:
+                    first = False
+                    if chunk.startswith(_BOM):
+                        chunk = chunk[len(_BOM):]
+                chunk, pending = self._valid_utf8(chunk, lines_before)
+                buf = np.frombuffer(chunk, np.uint8)
+                max_lines = chunk.count(b"\n")
+                rec_line = np.empty(max_lines, np.int32)
+                seg_start = np.empty(max_lines + 1, np.int32)
+                slow = np.empty((max_lines if run else 0, 3), np.int32)
+                values = np.empty(max_lines, np.float64 if run else np.int64)
+                docs = np.empty(len(chunk), np.uint8)
+                queries = np.empty(len(chunk), np.uint8)
+                (n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, n_lines, bad,
+                 code) = kernel.scan(buf, run, rec_line, values if run else empty_f, empty_i if run else values,
+                                     slow, docs, seg_start, queries, words)
+                if n_rec:
+                    seg_start[n_seg] = n_rec
+                    values = values[:n_rec]
+                    for record, lo, hi in slow[:n_slow].tolist():
+                        values[record] = _score(chunk[lo:hi].decode("ascii"), f"{self.path}:"
+                                                f"{lines_before + rec_line[record] + 1}")
+                    if run:
+                        self.tag = chunk[tag_lo:tag_hi].decode("utf-8")
+                    yield Block(self.path, queries[:n_q - 1].tobytes().decode("utf-8").split("\n"),
+                                seg_start[:n_seg + 1], docs[:n_doc - 1].tobytes().decode("utf-8").split("\n"),
+                                values, rec_line[:n_rec].astype(np.int64) + (lines_before + 1))
+                if bad >= 0:
+                    raise self._line_error(chunk, bad, lines_before + bad + 1, code)
+                if pending is not None:
+                    raise pending
+                lines_before += n_lines
+
+    def _valid_utf8(self, chunk: bytes, lines_before: int) -> tuple[bytes, InputError | None]:
+        """(the chunk up to its first line that is not UTF-8, the error for that line or None)."""
+        if chunk.isascii():
+            return chunk, None
+        try:
+            chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            start = chunk.rfind(b"\n", 0, exc.start) + 1
+            line_no = lines_before + chunk.count(b"\n", 0, start) + 1
+            return chunk[:start], InputError(
+                f"{self.path}:{line_no}: {self.kind} file is not valid UTF-8 (byte 0x{chunk[exc.start]:02x} at "
+                f"column {exc.start - start + 1}).")
+        return chunk, None
+
+    def _line_error(self, chunk: bytes, index: int, line_no: int, code: int) -> InputError:
+        """The error of line ``index`` of the chunk, which the kernel found bad (``code``)."""
+        lo = 0
+        for _ in range(index):
+            lo = chunk.index(b"\n", lo) + 1
+        raw = chunk[lo:chunk.index(b"\n", lo)]
+        text = raw.decode("utf-8")
+        tokens = [token.decode("utf-8") for token in raw.split()]
+        where = f"{self.path}:{line_no}"
+        layout, n_cols = _COLUMNS[self.kind]
+        if code == kernel.COLUMNS:
+            return InputError(f"{where}: a TREC {self.kind} line has {n_cols} columns ({layout}), this one has "
+                              f"{len(tokens)}: {text.strip()!r}.{_layout_hint(self.kind, len(tokens))}")
+        try:
+            if code == kernel.GRADE:
+                _grade(tokens[3], where)
+                return InputError(f"{where}: relevance {tokens[3]!r} is out of range (more than 18 digits).")
+            _score(tokens[4], where)
+        except InputError as exc:
+            return exc
+        return InputError(f"{where}: score {tokens[4]!r} is not a number.")
+
+
+def _has_foreign_characters(text: str) -> bool:
+    """Python's ``float``/``int`` accept ``_`` separators and non-ASCII digits; C's atof/atol do not."""
+    return "_" in text or not text.isascii()
+
+
+def _score(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or _has_foreign_characters(text):
+        raise InputError(f"{where}: score {text!r} is not a number.")
+    if math.isnan(value):
+        raise InputError(f"{where}: score is NaN.")
+    return value
+
+
+def _grade(text: str, where: str) -> int:
+    """A TREC qrels grade: an integer (``2`` or ``2.0``), as trec_eval's ``atol`` reads it."""
+    if not _has_foreign_characters(text):
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        head, dot, tail = text.partition(".")
+        if dot and tail.strip("0") == "" and (head[1:] if head[:1] in ("+", "-") else head).isdigit():
+            return int(head)
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is not None and not _has_foreign_characters(text) and math.isfinite(value):
+        raise InputError(f"{where}: relevance {text!r} is not an integer. TREC qrels grades are integers "
+                         f"(trec_eval would silently read it as {_atol(text)}); give a dict or DataFrame "
+                         "for fractional gains.")
+    raise InputError(f"{where}: relevance {text!r} is not an integer grade.")
+
+
+def _atol(text: str) -> int:
+    digits = ""
+    for ch in text.lstrip("+-"):
+        if not ch.isdigit():
+            break
+        digits += ch
+    return int(text[0] + digits) if digits and text[0] in "+-" else int(digits or 0)
+
+
+def _layout_hint(kind: str, n_cols: int) -> str:
+    if kind == "run" and n_cols == 4:
+        return (" It looks like a qrels line (qid iter docid rel), or a run without the Q0 and tag columns "
+                "(qid docid rank score): was a qrels file given as the run? Write runs as 'qid Q0 docid rank "
+                "score tag'.")
+    if kind == "run" and n_cols == 3:
+        return (" Three columns: a qid<TAB>docid<TAB>score run (tab-separated, MS MARCO style) is read with "
+                "tieaware.inputs.read_tsv_run, or by evaluate from a file (not a pipe).")
+    if kind == "qrels" and n_cols >= 6:
+        return " It looks like a run line (qid Q0 docid rank score tag): was a run file given as the qrels?"
+    return ""
+
+
+def put_segment(table: dict, block: Block, segment: int, values: list) -> None:
+    """Segment ``segment`` of ``block`` into ``table[qid]`` (``values``: ``block.values`` as a list);
+    a document given twice for the query is an error naming its second line."""
+    qid = block.query_ids[segment]
+    lo, hi = int(block.seg_start[segment]), int(block.seg_start[segment + 1])
+    docs = dict(zip(block.doc_ids[lo:hi], values[lo:hi]))
+    have = table.get(qid)
+    if len(docs) == hi - lo and (have is None or have.keys().isdisjoint(docs)):
+        if have is None:
+            table[qid] = docs
+        else:
+            have.update(docs)
+        return
+    seen = set() if have is None else set(have)
+    for record in range(lo, hi):
+        docid = block.doc_ids[record]
+        if docid in seen:
+            raise InputError(f"{block.where(record)}: document {docid!r} appears twice for query {qid!r}.")
+        seen.add(docid)
+
+
+def read_trec(path, kind: str) -> tuple[dict, str | None]:
+    """(``{qid: {docid: value}}`` in the file's order, the run tag of the last line) of a TREC file."""
+    source = TrecFile(path, kind)
+    out: dict = {}
+    for block in source.blocks():
+        values = block.values.tolist()
+        for segment in range(len(block.query_ids)):
+            put_segment(out, block, segment, values)
+    if not out:
+        raise InputError(f"{kind} file {str(source.path)!r} holds no {kind} lines.")
+    return out, source.tag

@@ -1,0 +1,304 @@
+"""TREC files read once from pipes, FIFOs, process substitution and ``-``, compressed or not, with the
+numbers the file gives."""
+import gzip
+import math
+import os
+import re
+import shlex
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tieaware import evaluate, evaluation, read_trec_qrels, read_trec_run, streaming, trec_files
+from tieaware.cli import main
+from tieaware.errors import InputError
+
+DATA = Path(__file__).parent / "data" / "trec_eval"
+METRICS = ("map", "ndcg_cut.10", "recip_rank")
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    """results.test and qrels.test of trec_eval's test data, decompressed (the run is 65 KB: more than
+    one pipe buffer, so a probe that reopens the path loses lines)."""
+    folder = tmp_path_factory.mktemp("plain")
+    run, qrels = folder / "results.test", folder / "qrels.test"
+    run.write_bytes(gzip.decompress((DATA / "results.test.gz").read_bytes()))
+    qrels.write_bytes(gzip.decompress((DATA / "qrels.test.gz").read_bytes()))
+    return run, qrels
+
+
+def _tsv_rows(stdout: str) -> dict:
+    """{(run, metric): the rest of the row} of ``-o tsv`` output."""
+    lines = stdout.strip().splitlines()
+    header = lines[0].split("\t")
+    rows = [dict(zip(header, line.split("\t"))) for line in lines[1:]]
+    return {(row["run"], row["metric"]): tuple(v for k, v in row.items() if k not in ("run", "metric"))
+            for row in rows}
+
+
+def test_pipe_stdin_process_substitution_and_fifo_give_the_file_numbers(plain, tmp_path):
+    run, qrels = plain
+    fifo = tmp_path / "fifo_run"
+    os.mkfifo(fifo)
+    cli = f"{shlex.quote(sys.executable)} -m tieaware.cli"
+    metrics = " ".join(f"-m {m}" for m in METRICS)
+    script = (f"(gzip -c {run} > {fifo} &) ; cat {run} | {cli} eval {qrels} {run} - <(gzip -c {run}) "
+              f"<(bzip2 -c {run}) {fifo} {metrics} -o tsv --digits 15")
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = _tsv_rows(proc.stdout)
+    runs = {name for name, _ in rows}
+    assert len(runs) == 5, runs
+    for metric in METRICS:
+        reference = rows[("results", metric)]
+        assert float(reference[0]) > 0
+        for name in runs:
+            assert rows[(name, metric)] == reference, (name, metric)
+
+
+def test_qrels_from_stdin(plain, monkeypatch, capsys):
+    run, qrels = plain
+    assert main(["eval", str(qrels), str(run), "-m", "map", "-o", "tsv", "--digits", "15"]) == 0
+    expected = capsys.readouterr().out
+    read, write = os.pipe()
+    threading.Thread(target=lambda: (os.write(write, qrels.read_bytes()), os.close(write))).start()
+    with os.fdopen(read, "rb") as pipe:
+        monkeypatch.setattr(sys, "stdin", pipe)
+        assert main(["eval", "-", str(run), "-m", "map", "-o", "tsv", "--digits", "15"]) == 0
+    assert capsys.readouterr().out == expected
+
+
+def test_stdin_for_qrels_and_run_is_an_error(plain, capsys):
+    run, _ = plain
+    assert main(["eval", "-", "-", "-m", "map"]) == 2
+    assert "'-' (standard input) can be the qrels or one run, not both" in capsys.readouterr().err
+
+
+def test_readers_read_a_fifo_once(plain, tmp_path):
+    run, qrels = plain
+    for compress in (lambda data: data, gzip.compress):
+        fifo = tmp_path / f"fifo{id(compress)}"
+        os.mkfifo(fifo)
+        writer = threading.Thread(target=lambda f=fifo, c=compress: Path(f).write_bytes(c(run.read_bytes())))
+        writer.start()
+        assert read_trec_run(fifo) == read_trec_run(run)
+        writer.join()
+    fifo = tmp_path / "qrels_fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(qrels.read_bytes()))
+    writer.start()
+    assert float(evaluate(fifo, run, "map")) == float(evaluate(qrels, run, "map"))
+    writer.join()
+
+
+def test_broken_archive_from_a_pipe_names_its_compression(tmp_path):
+    fifo = tmp_path / "broken"
+    os.mkfifo(fifo)
+    packed = gzip.compress(b"".join(b"q1 Q0 d%d 1 0.5 t\n" % i for i in range(1000)))
+    writer = threading.Thread(target=lambda: fifo.write_bytes(packed[:200]))
+    writer.start()
+    with pytest.raises(InputError, match="gzip data"):
+        read_trec_run(fifo)
+    writer.join()
+
+
+# ------------------------------------------- the compiled reader against the Python one it replaced
+def _oracle_score(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or "_" in text or not text.isascii():
+        raise InputError(f"{where}: score {text!r} is not a number.")
+    if math.isnan(value):
+        raise InputError(f"{where}: score is NaN.")
+    return value
+
+
+def _oracle_grade(text: str, where: str) -> int:
+    if "_" not in text and text.isascii():
+        if re.fullmatch(r"[+-]?[0-9]+(\.0*)?", text):
+            if len(text.partition(".")[0].lstrip("+-")) > 18:  # the one deliberate change: beyond int64
+                raise InputError(f"{where}: relevance {text!r} is out of range")
+            return int(text.partition(".")[0])
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value):
+            raise InputError(f"{where}: relevance {text!r} is not an integer.")
+    raise InputError(f"{where}: relevance {text!r} is not an integer grade.")
+
+
+def oracle_read(path: Path, kind: str) -> dict:
+    """The line-by-line Python reader the compiled one replaced (split on ASCII whitespace, as
+    trec_eval splits): the test oracle."""
+    data = path.read_bytes()
+    data = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+    out: dict = {}
+    for line_no, raw in enumerate(data.splitlines(keepends=True) if b"\r" not in data
+                                  else [x + b"\n" for x in data.split(b"\n")], 1):
+        if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        where = f"{path}:{line_no}"
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{where}: {kind} file is not valid UTF-8") from None
+        cols = [c.decode("utf-8") for c in raw.split()]
+        if not cols or cols[0].startswith("#"):
+            continue
+        if len(cols) != (6 if kind == "run" else 4) and not (kind == "run" and len(cols) > 6):
+            raise InputError(f"{where}: a TREC {kind} line has")
+        value = _oracle_score(cols[4], where) if kind == "run" else _oracle_grade(cols[3], where)
+        docs = out.setdefault(cols[0], {})
+        if cols[2] in docs:
+            raise InputError(f"{where}: document {cols[2]!r} appears twice for query {cols[0]!r}.")
+        docs[cols[2]] = value
+    if not out:
+        raise InputError(f"{kind} file {str(path)!r} holds no {kind} lines.")
+    return out
+
+
+_IDS = st.text(alphabet="qd12é中\u00a0\u2003-_.", min_size=1, max_size=4)
+_SCORES = st.one_of(
+    st.floats(allow_nan=False).map(repr), st.floats(-1e3, 1e3).map(lambda x: f"{x:.2f}"),
+    st.floats(allow_nan=False).map(lambda x: f"{x:e}"), st.floats(allow_nan=False).map(lambda x: f"{x:.17g}"),
+    st.floats(allow_nan=False).map(lambda x: f"{x:+.25E}"),
+    st.from_regex(r"\A[+-]?[0-9]{0,20}(\.[0-9]{0,20})?([eE][+-]?[0-9]{1,4})?\Z"),
+    st.sampled_from(["inf", "-Infinity", "+INF", "nan", "-NaN", "0_4", "1e", ".", "1.5abc", "0x1p3", "١٢", "infinit",
+                     "0.1", "1e-400", "1e400", "9007199254740993", "2.2250738585072011e-308", "-0", "-0.0", ".5",
+                     "5.", "00012.500", "1" * 30]))
+_GRADES = st.one_of(st.integers(-3, 5).map(str), st.sampled_from(["2.0", "+3", "1.5", "2e1", "inf", "1_0", "١",
+                                                                  "-0", "2.", "+-2.0", "9" * 19, ".0", "x"]))
+_SPACE = st.sampled_from([" ", "\t", "  ", " \t", "\x0b", "\x0c", "\r"])
+
+
+@st.composite
+def _trec_text(draw, kind: str) -> bytes:
+    lines = []
+    for _ in range(draw(st.integers(0, 12))):
+        shape = draw(st.integers(0, 12))
+        if shape == 0:
+            lines.append(draw(st.sampled_from(["", "   ", "# a comment", "#q1 Q0 d1 1 x t", "\t"])))
+            continue
+        qid = draw(st.sampled_from(["q1", "q2", "10", "é"])) if draw(st.booleans()) else draw(_IDS)
+        docid = draw(_IDS)
+        cols = [qid, "Q0" if kind == "run" else "0", docid]
+        cols += ([draw(st.integers(0, 9)).__str__(), draw(_SCORES), "tag"] if kind == "run" else [draw(_GRADES)])
+        if shape == 1:
+            cols = cols[:-1]
+        elif shape == 2:
+            cols.append("extra")
+        seps = [draw(_SPACE) for _ in cols]
+        lines.append(draw(st.sampled_from(["", " ", "\t"])) + "".join(c + s for c, s in zip(cols, seps)))
+    text = "\n".join(lines).encode()
+    if draw(st.integers(0, 9)) == 0:
+        text = b"\xef\xbb\xbf" + text
+    if draw(st.integers(0, 9)) == 0 and text:
+        at = draw(st.integers(0, len(text) - 1))
+        text = text[:at] + b"\xff" + text[at:]
+    return text + draw(st.sampled_from([b"", b"\n"]))
+
+
+def _outcome(reader, path: Path):
+    """The table with its values as repr (-0.0 and 0.0 differ), or the error message."""
+    try:
+        return {q: {d: repr(v) for d, v in docs.items()} for q, docs in reader(path).items()}
+    except InputError as exc:
+        return str(exc)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), kind=st.sampled_from(["run", "qrels"]), block=st.sampled_from([1, 5, 64, 1 << 23]),
+       packed=st.booleans())
+def test_compiled_reader_equals_the_python_reader(tmp_path, monkeypatch, data, kind, block, packed):
+    monkeypatch.setattr(trec_files, "BLOCK_BYTES", block)
+    text = data.draw(_trec_text(kind))
+    path = tmp_path / f"{kind}.trec"
+    path.write_bytes(gzip.compress(text) if packed else text)
+    reader = read_trec_run if kind == "run" else read_trec_qrels
+    expected, got = _outcome(lambda p: oracle_read(p, kind), path), _outcome(reader, path)
+    if isinstance(expected, str):  # the oracle's messages are the beginnings of the reader's
+        assert isinstance(got, str) and got.startswith(expected), (got, expected)
+    else:
+        assert got == expected
+
+
+def test_scores_are_read_as_strtod_reads_them(tmp_path):
+    """Correct rounding on the hard cases (halfway, 17+ digits, subnormals) equals Python's float."""
+    texts = ["0.1", "9007199254740993", "2.2250738585072011e-308", "4.9e-324", "1.7976931348623157e308",
+             "0.30000000000000004", "123456789012345.6", "1e22", "1e23", "8.98846567431158e307", "1" * 25]
+    run = tmp_path / "run.trec"
+    run.write_text("".join(f"q1 Q0 d{i} {i} {t} x\n" for i, t in enumerate(texts)))
+    assert [repr(v) for v in read_trec_run(run)["q1"].values()] == [repr(float(t)) for t in texts]
+
+
+def test_nbsp_and_other_unicode_spaces_stay_inside_ids(tmp_path):
+    run = tmp_path / "run.trec"
+    run.write_text("q\u00a01 Q0 d\u00a01\u2003x 1 0.5 tag\n", encoding="utf-8")
+    assert read_trec_run(run) == {"q\u00a01": {"d\u00a01\u2003x": 0.5}}
+
+
+def test_run_tag_is_the_last_lines(tmp_path):
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 0.5 first\nq1 Q0 d2 2 0.4 last extra\n# comment\n")
+    assert trec_files.read_trec(run, "run")[1] == "last"
+
+
+# ------------------------------------------------- tieaware eval: one read, chunk by chunk
+def test_cli_reads_a_run_once_chunk_by_chunk_with_the_in_memory_numbers(plain, tmp_path, monkeypatch, capsys):
+    """A FIFO can be read once: its -o trec runid (the last line's tag, as trec_eval prints it) and
+    values come from that one read; the run is evaluated in several chunks, with the numbers of
+    evaluate on the whole run in memory."""
+    run, qrels = plain
+    text = run.read_text().replace("STANDARD\n", "first\n", 1).rstrip("\n").rsplit("\n", 1)
+    fifo = tmp_path / "run_fifo"
+    os.mkfifo(fifo)
+    lines = text[0] + "\n" + text[1].replace("STANDARD", "lastTag") + "\n"
+    writer = threading.Thread(target=lambda: fifo.write_text(lines))
+    writer.start()
+    expected = float(evaluate(qrels, run, "map"))
+    chunks = []
+    per_query_tables = evaluation.per_query_tables
+
+    def counting(qrels, run, *args):
+        chunks.append(len(run))
+        return per_query_tables(qrels, run, *args)
+
+    monkeypatch.setattr(streaming, "CHUNK_DOCS", 200)
+    monkeypatch.setattr(evaluation, "per_query_tables", counting)
+    assert main(["eval", str(qrels), str(fifo), "-m", "map", "-m", "runid", "-o", "trec", "--digits", "10"]) == 0
+    writer.join()
+    out = capsys.readouterr().out
+    assert "runid                 \tall\tlastTag\n" in out
+    assert len(chunks) > 1
+    assert f"map                   \tall\t{expected:.10f}\n" in out
+
+
+def test_unsorted_run_from_a_pipe_is_an_error_naming_the_remedy(plain, tmp_path, capsys):
+    run, qrels = plain
+    lines = run.read_text().splitlines(keepends=True)
+    fifo = tmp_path / "unsorted"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text("".join(lines[1:] + lines[:1])))
+    writer.start()
+    assert main(["eval", str(qrels), str(fifo), "-m", "map"]) == 2
+    writer.join()
+    err = capsys.readouterr().err
+    assert "is not grouped by query" in err and "sort -s -k1,1" in err and "comes back" in err
+
+
+def test_the_scan_is_not_on_the_dict_path():
+    """Evaluating dicts neither imports nor compiles the TREC scan."""
+    code = ("import sys, tieaware; tieaware.evaluate({'q': {'a': 1}}, {'q': {'a': 1.0}}, 'ndcg@10'); "
+            "print('tieaware.kernels.trec' in sys.modules, 'tieaware.trec_files' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", "False"]
