@@ -2,8 +2,10 @@
 candidate loading, and turning scores into a ranx Run that is never cut inside a tie group."""
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -81,9 +83,10 @@ def load_model(model, tokenizer, auto_class, dtype: torch.dtype | None, device: 
     `sentence_transformers_class`) gives its transformers model, its tokenizer and settings (max_length,
     pooling/normalize or activation); a local folder is loaded with `auto_class` (and its tokenizer, unless
     given), with settings from its sentence-transformers config files when it has them; a hub id is loaded
-    with `auto_class`; a loaded transformers model needs its tokenizer. A loaded model is moved and cast
-    in place. dtype None keeps a loaded model's dtype and loads a path in fp32."""
+    with `auto_class`; a loaded transformers model needs its tokenizer. A loaded model is never changed:
+    see `own_copy`. dtype None keeps a loaded model's dtype and loads a path in fp32."""
     settings = {}
+    loaded = True
     if _st.sentence_transformers_kind(model) is not None:
         if sentence_transformers_class is None:
             raise InputTypeError(f"this scorer takes a transformers model, not a sentence-transformers "
@@ -93,6 +96,7 @@ def load_model(model, tokenizer, auto_class, dtype: torch.dtype | None, device: 
     elif isinstance(model, (str, os.PathLike)):
         from transformers import AutoTokenizer
 
+        loaded = False
         folder = local_folder(model)
         source = model
         if folder is not None:
@@ -115,8 +119,43 @@ def load_model(model, tokenizer, auto_class, dtype: torch.dtype | None, device: 
     if not isinstance(model, torch.nn.Module):
         raise InputTypeError(f"model must be a local path, a hub id, a sentence-transformers model or a torch "
                              f"module, not {type(model).__name__}")
+    if loaded:
+        return own_copy(model, dtype, device), tokenizer, settings
     model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
     return model.eval(), tokenizer, settings
+
+
+def same_device(a: torch.device, b: torch.device) -> bool:
+    """True when `a` and `b` name the same device ('cuda' matches 'cuda:0', the index being unset)."""
+    return a.type == b.type and (a.index is None or b.index is None or a.index == b.index)
+
+
+def own_copy(model: torch.nn.Module, dtype: torch.dtype | None, device: torch.device) -> torch.nn.Module:
+    """The caller's model itself when every parameter and buffer is already on `device` (and, for the
+    floating ones, in `dtype`; None: any), else ``copy.deepcopy(model).to(device, dtype)``: the caller's
+    weights, dtype, device and training flags are never changed, at the cost of one more copy of the
+    weights in the target dtype while the scorer lives. Modes are switched only during a forward pass
+    (`eval_mode`)."""
+    tensors = [*model.parameters(), *model.buffers()]
+    fits = all(same_device(t.device, device) and (dtype is None or not t.is_floating_point() or t.dtype == dtype)
+               for t in tensors)
+    if fits:
+        return model
+    converted = copy.deepcopy(model)
+    return converted.to(device=device, dtype=dtype) if dtype is not None else converted.to(device)
+
+
+@contextmanager
+def eval_mode(model: torch.nn.Module):
+    """While active, every module of `model` is in eval mode (no dropout); on exit each module's own
+    training flag is restored, so a model being trained keeps training."""
+    flags = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        yield model
+    finally:
+        for module, training in flags:
+            module.training = training
 
 
 def length_sorted_batches(lengths, batch_size: int) -> Iterator[np.ndarray]:
@@ -227,9 +266,12 @@ def run_name(model, dtype: torch.dtype, mode: str) -> str:
 class Scorer:
     """Arguments shared by every scorer.
 
-    model: a local folder, a hub id, a loaded transformers model (moved and cast in place; needs
-    tokenizer=) or a loaded sentence-transformers object (SentenceTransformer for BiEncoder, CrossEncoder for
-    CrossEncoder: its transformers model is moved and cast in place, its tokenizer and settings are used).
+    model: a local folder, a hub id, a loaded transformers model (needs tokenizer=) or a loaded
+    sentence-transformers object (SentenceTransformer for BiEncoder, CrossEncoder for CrossEncoder: its
+    transformers model, tokenizer and settings are used). A loaded model is never changed: when its dtype
+    or device differs from the one asked for, the scorer works on a converted copy (copy.deepcopy, then
+    .to(): one more copy of the weights, in the target dtype, held while the scorer lives); otherwise on
+    the model itself, switched to eval mode only during each forward pass and restored after.
     dtype: 'fp32' / 'fp16' / 'bf16' / a torch dtype, None keeps a loaded model's dtype (a path loads in
     fp32). hps: False (scoring function in the model dtype), True (fp32 right
     before it: the paper's High-Precision Scoring), 'head' (the final layer in fp32 too).

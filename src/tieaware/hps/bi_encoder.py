@@ -11,7 +11,16 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import InputError
-from ._common import DTYPE_NAMES, Scorer, build_run, check_docs, check_queries, length_sorted_batches, run_name
+from ._common import (
+    DTYPE_NAMES,
+    Scorer,
+    build_run,
+    check_docs,
+    check_queries,
+    eval_mode,
+    length_sorted_batches,
+    run_name,
+)
 from .quantize import BINARY_SCHEMES, QuantizedIndex, check_ranges, check_scheme, parse_mode, quantized_mode
 
 POOLINGS = ("mean", "cls", "last_token")
@@ -252,7 +261,7 @@ class BiEncoder(Scorer):
         """{mode: embeddings} from one forward pass per batch, rows in input order."""
         parts = {mode: [] for mode in modes}
         order = []
-        with self._progress(len(texts), "text", desc) as bar:
+        with self._progress(len(texts), "text", desc) as bar, eval_mode(self.model):
             for batch in length_sorted_batches([len(t) for t in texts], self.batch_size):
                 inputs = self.tokenizer([prefix + texts[i] for i in batch], padding=True, truncation=True,
                                         max_length=self.max_length, return_tensors="pt").to(self.device)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import InputError
-from ._common import Scorer, length_sorted_batches
+from ._common import Scorer, eval_mode, length_sorted_batches
 
 ACTIVATIONS = ("sigmoid", "identity")
 
@@ -69,7 +69,7 @@ class CrossEncoder(Scorer):
         scores = {mode: np.empty(len(query_texts)) for mode in modes}
         head = classifier_head(self.model, self.model.config.num_labels) if "head" in modes else None
         lengths = [len(q) + len(d) for q, d in zip(query_texts, doc_texts)]
-        with self._progress(len(query_texts), "pair") as bar:
+        with self._progress(len(query_texts), "pair") as bar, eval_mode(self.model):
             for batch in length_sorted_batches(lengths, self.batch_size):
                 inputs = self.tokenizer([query_texts[i] for i in batch], [doc_texts[i] for i in batch],
                                         padding=True, truncation=True, max_length=self.max_length,

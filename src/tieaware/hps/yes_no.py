@@ -5,7 +5,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from ._common import Scorer, length_sorted_batches
+from ._common import Scorer, eval_mode, length_sorted_batches
 
 # Qwen3-Reranker's prompt (Zhang et al. 2025, model card); {instruction}, {query}, {document} are filled in.
 QWEN3_RERANKER_TEMPLATE = (
@@ -93,7 +93,7 @@ class YesNoReranker(Scorer):
         rows_fp32 = lm_head.weight[self.token_ids].float()
         bias_fp32 = None if lm_head.bias is None else lm_head.bias[self.token_ids].float()
         lengths = [len(q) + len(d) for q, d in zip(query_texts, doc_texts)]
-        with self._progress(len(query_texts), "pair") as bar:
+        with self._progress(len(query_texts), "pair") as bar, eval_mode(self.model):
             for batch in length_sorted_batches(lengths, self.batch_size):
                 prompts = self._prompts([query_texts[i] for i in batch], [doc_texts[i] for i in batch])
                 hidden = self.model.base_model(**self._left_padded(prompts)).last_hidden_state[:, -1]
