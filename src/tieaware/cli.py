@@ -27,7 +27,7 @@ from .metrics import expand_names, parse_metric
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_ERROR = 0, 1, 2
 OUTPUT_FORMATS = ("table", "tsv", "csv", "json", "trec")
-HPS_MODES = {"none": False, "upcast": True, "head": "head"}
+HPS_MODES = {"none": "none", "logits": "logits", "upcast": "logits", "head": "head"}
 SCORERS = ("bi-encoder", "cross-encoder", "yes-no")
 # Copies of library constants, so building the parser imports no numpy/pandas/numba/ranx
 # (tests/test_cli_trec_habits.py checks they equal the originals).
@@ -662,9 +662,9 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("-k", type=int, help="keep the top k per query plus every doc tied with the k-th "
                     "(search default 100; rerank default all)")
     sc.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32", help="model dtype")
-    sc.add_argument("--hps", choices=tuple(HPS_MODES), default="upcast",
-                    help="scoring step precision: none (model dtype), upcast (fp32 scoring function, "
-                    "default), head (final layer in fp32 too)")
+    sc.add_argument("--hps", choices=tuple(HPS_MODES), default="head",
+                    help="scoring step precision: head (default: the last layer producing the scores in "
+                    "fp32), logits (the paper's HPS: fp32 after the logits; upcast is an alias), none (model dtype)")
     sc.add_argument("--batch-size", type=int, default=32)
     sc.add_argument("--max-length", type=int, default=512)
     sc.add_argument("--device", help="torch device (default cuda if available, else cpu)")

@@ -24,11 +24,18 @@ DTYPES = {
 }
 DTYPE_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 
-# Precision of the scoring step, parsed from the public `hps` argument:
-#   "none"   hps=False   the scoring function (sigmoid/softmax/normalize/dot) runs in the model dtype
-#   "upcast" hps=True    logits / embeddings cast to fp32 right before it (the paper's HPS)
-#   "head"   hps="head"  the final layer (classifier / yes-no LM-head rows / pooling) runs in fp32 too
+# Precision of the scoring step. Internal modes and the public `hps` values that select them:
+#   "none"   hps="none" / False   the last layer and the scoring function run in the model dtype
+#   "upcast" hps="logits" / True  logits / pooled embeddings cast to fp32 right before the scoring function
+#                                 (sigmoid/softmax/normalize/dot): the paper's HPS
+#   "head"   hps="head" (default) the last layer producing the scores (classifier Linear, the answer
+#                                 tokens' LM-head rows, pooling) computed in fp32 from the model-dtype
+#                                 hidden state, then the scoring function in fp32
 MODES = ("none", "upcast", "head")
+HPS_VALUES = {"head": "head", "logits": "upcast", "upcast": "upcast", "none": "none"}
+#: internal mode -> the public hps value reported in run.metadata
+HPS_NAMES = {"none": "none", "upcast": "logits", "head": "head"}
+DEFAULT_HPS = "head"
 MODE_SUFFIX = {"none": "", "upcast": "+hps", "head": "+hps_head"}
 #: word pieces per input when neither the user nor the model's sentence-transformers config says
 DEFAULT_MAX_LENGTH = 512
@@ -46,12 +53,14 @@ def parse_dtype(dtype) -> torch.dtype | None:
 
 
 def parse_hps(hps) -> str:
-    """Public `hps` argument (False, True or 'head') -> one of MODES."""
+    """Public `hps` argument -> one of MODES: 'head' (the default), 'logits' (the paper's HPS; True and
+    'upcast' are aliases), 'none' (False is an alias)."""
     if isinstance(hps, (bool, np.bool_)):
         return "upcast" if hps else "none"
-    if hps == "head":
-        return "head"
-    raise InputError(f"unknown hps mode {hps!r}: use False, True or 'head'")
+    if isinstance(hps, str) and hps in HPS_VALUES:
+        return HPS_VALUES[hps]
+    raise InputError(f"unknown hps mode {hps!r}: use 'head' (default: the last layer in fp32), 'logits' (the "
+                     "paper's HPS, fp32 after the logits; also True) or 'none' (model dtype; also False)")
 
 
 def resolve_device(device) -> torch.device:
@@ -272,9 +281,14 @@ class Scorer:
     or device differs from the one asked for, the scorer works on a converted copy (copy.deepcopy, then
     .to(): one more copy of the weights, in the target dtype, held while the scorer lives); otherwise on
     the model itself, switched to eval mode only during each forward pass and restored after.
+    hps: 'head' (default): the last layer producing the scores (classifier Linear, the answer tokens'
+    LM-head rows, pooling) runs in fp32 on the model-dtype hidden state, then the scoring function in
+    fp32: no tie that fp32 scoring would not have, even when the logits themselves would be rounded.
+    'logits' (or True): the paper's HPS, logits / pooled embeddings cast to fp32 before the scoring
+    function; ties remain where the model-dtype logits are rounded together. 'none' (or False): all in
+    the model dtype.
     dtype: 'fp32' / 'fp16' / 'bf16' / a torch dtype, None keeps a loaded model's dtype (a path loads in
-    fp32). hps: False (scoring function in the model dtype), True (fp32 right
-    before it: the paper's High-Precision Scoring), 'head' (the final layer in fp32 too).
+    fp32).
     batch_size: texts or pairs per forward pass (batches are sorted by length); max_length: word pieces
     per input (truncation; default the model's sentence-transformers max_seq_length when it has one, else
     512); device: default cuda when available, else cpu; show_progress: tqdm bar.
@@ -285,8 +299,8 @@ class Scorer:
     #: the sentence-transformers class this scorer takes loaded (None: none)
     sentence_transformers_class: str | None = None
 
-    def __init__(self, model, tokenizer=None, *, dtype=None, hps=True, batch_size: int = 32, device=None,
-                 max_length: int | None = None, show_progress: bool = True):
+    def __init__(self, model, tokenizer=None, *, dtype=None, hps=DEFAULT_HPS, batch_size: int = 32,
+                 device=None, max_length: int | None = None, show_progress: bool = True):
         import transformers
 
         if batch_size < 1 or (max_length is not None and max_length < 1):
@@ -334,7 +348,7 @@ class Scorer:
 
     def _metadata(self, mode: str) -> dict:
         """What produced a run's scores (stored in ``run.metadata``)."""
-        hps = {"none": False, "upcast": True, "head": "head"}.get(mode, mode)
+        hps = HPS_NAMES.get(mode, mode)
         return {"model_dtype": DTYPE_NAMES.get(self.dtype, str(self.dtype)), "hps": hps, "quantize": None}
 
     def _score_candidates(self, queries, corpus, candidates, modes) -> dict[str, dict[str, np.ndarray]]:

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from ..errors import InputError
 from ._common import (
+    DEFAULT_HPS,
     DTYPE_NAMES,
     Scorer,
     build_run,
@@ -38,16 +39,17 @@ class BiEncoder(Scorer):
     the model's sentence-transformers settings (a loaded SentenceTransformer, or a local folder's
     modules.json, 1_Pooling/config.json, sentence_bert_config.json; normalize when a Normalize module is in
     the pipeline or the similarity is cosine), else 'mean', True and 512. query_prefix / doc_prefix are prepended
-    (e.g. 'query: ' / 'passage: ' for E5). hps=False: pooling, normalisation and dot product in the model
-    dtype; hps=True: the pooled embeddings cast to fp32 before normalisation and dot product; hps='head':
-    the last hidden state cast to fp32 before pooling too. See Scorer for the common arguments.
+    (e.g. 'query: ' / 'passage: ' for E5). hps='head' (default): the last hidden state cast to fp32 before
+    pooling, normalisation and dot product; 'logits' (or True, the paper's HPS): the pooled embeddings cast
+    to fp32 before normalisation and dot product; 'none' (or False): all in the model dtype. See Scorer for
+    the common arguments.
 
     Quantized retrieval (tieaware.hps.quantize): quantize='int8' | 'uint8' | 'binary' | 'ubinary' quantizes
-    the documents (and the queries) from the fp32 embeddings (pooled output cast to fp32, as hps=True) and
+    the documents (and the queries) from the fp32 embeddings (pooled output cast to fp32, as hps='logits') and
     `search` scores in the quantized space: integer dot product of the codes (int8/uint8; per-dimension
     calibration ranges from the corpus embeddings' min/max, or ``ranges`` of shape (2, dim)) or
-    dim - Hamming distance of the sign bits (binary/ubinary). With quantize set, hps means rescoring:
-    False keeps the quantized scores (the ties of real quantized systems); True rescores the top
+    dim - Hamming distance of the sign bits (binary/ubinary). With quantize set, hps means rescoring
+    (default True): False keeps the quantized scores (the ties of real quantized systems); True rescores the top
     ``rescore_k`` (default 4 * k) with the fp32 query against the dequantized / {-1,+1} documents; 'full'
     rescores them against the full-precision document embeddings (kept for it; ``keep_full=True`` keeps
     them in ``index()`` for any mode). ``run.metadata`` says which scheme produced the scores.
@@ -57,10 +59,12 @@ class BiEncoder(Scorer):
 
     def __init__(self, model, tokenizer=None, *, pooling: str | None = None, normalize: bool | None = None,
                  query_prefix: str = "", doc_prefix: str = "", quantize: str | None = None, ranges=None,
-                 rescore_k: int | None = None, keep_full: bool = False, hps=True, **kwargs):
+                 rescore_k: int | None = None, keep_full: bool = False, hps=None, **kwargs):
         if pooling is not None and pooling not in POOLINGS:
             raise InputError(f"unknown pooling {pooling!r}: use one of {POOLINGS}")
         scheme = None if quantize is None else check_scheme(quantize)
+        if hps is None:  # the default: the last layer (pooling) in fp32; rescoring for quantized retrieval
+            hps = DEFAULT_HPS if scheme is None else True
         mode = quantized_mode(scheme, hps) if scheme is not None else None
         if scheme is None and isinstance(hps, str) and hps == "full":
             raise InputError("hps='full' rescores quantized retrieval with the full-precision embeddings: "

@@ -10,7 +10,7 @@ exactly once before it assembles the run, cut at k without splitting a tie group
 
     import ray; ray.init()                      # a laptop; ray.init(address="auto") on a cluster
     run = rerank_on_ray("cross-encoder", "path/to/model", queries, corpus, "bm25.trec",
-                        dtype="bf16", hps=True, concurrency=4, num_gpus=1, trec_out="run.trec")
+                        dtype="bf16", concurrency=4, num_gpus=1, trec_out="run.trec")
 
 Needs the ``ray`` extra: pip install 'tieaware[hps,ray]'.
 """
@@ -25,7 +25,9 @@ import numpy as np
 from ..display import progress
 from ..errors import InputError, InputTypeError
 from ._common import (
+    DEFAULT_HPS,
     DTYPE_NAMES,
+    HPS_NAMES,
     build_run,
     checked_candidates,
     length_sorted_batches,
@@ -98,7 +100,7 @@ def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str
     if concurrency < 1:
         raise InputError(f"concurrency must be >= 1, got {concurrency}")
     batch_size = options.get("batch_size", 32)
-    mode = parse_hps(options.get("hps", True))
+    mode = parse_hps(options.get("hps", DEFAULT_HPS))
     dtype = parse_dtype(options.get("dtype"))
     candidates = checked_candidates(queries, corpus, candidates)
     qids = [qid for qid, docids in candidates.items() for _ in docids]
@@ -133,7 +135,7 @@ def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str
 
     bounds = np.cumsum([0] + [len(docs) for docs in candidates.values()])
     scored = {qid: (docs, flat[bounds[i]:bounds[i + 1]]) for i, (qid, docs) in enumerate(candidates.items())}
-    hps = {"none": False, "upcast": True, "head": "head"}[mode]
+    hps = HPS_NAMES[mode]
     run_tag = name or f"{Path(str(model)).name.replace(' ', '_')}_{DTYPE_NAMES.get(dtype, 'fp32')}{mode_suffix(mode)}"
     run = build_run(scored, run_tag, k, {"hps": hps, "ray_actors": concurrency})
     if trec_out is not None:

@@ -105,7 +105,7 @@ def parse_regime(regime: str) -> tuple[torch.dtype, str]:
             raise InputError(f"unknown regime {regime!r}: a quantized regime is '<scheme>', '<scheme>+rescore' or "
                              f"'<scheme>+rescore_full', optionally after a dtype ('bf16+binary')") from None
         return dtype, rest.lower()
-    modes = {value: mode for mode, value in MODE_SUFFIX.items()}
+    modes = {value: mode for mode, value in MODE_SUFFIX.items()} | {"+logits": "upcast", "+head": "head"}
     if (plus + suffix) not in modes:
         raise InputError(f"unknown regime {regime!r}: use e.g. 'fp32', 'bf16', 'bf16+hps', 'bf16+hps_head', "
                          f"'int8', 'binary+rescore'")

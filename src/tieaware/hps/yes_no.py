@@ -23,9 +23,10 @@ class YesNoReranker(Scorer):
 
     The prompt is `template` with {query}, {document} and optionally {instruction}; only the document is
     truncated so the prompt fits max_length. Batches are left-padded (position ids follow the mask), so the
-    last position is the answer slot of every row. hps=True upcasts the two logits before the softmax;
-    hps='head' computes them in fp32 from the last hidden state with the two LM-head rows (assumes
-    logits = lm_head(last hidden state), true of the Llama/Qwen/Mistral families).
+    last position is the answer slot of every row. hps='head' (default) computes the two logits in fp32 from
+    the model-dtype last hidden state with the two LM-head rows in fp32 (assumes logits = lm_head(last
+    hidden state), true of the Llama/Qwen/Mistral families); hps='logits' (or True, the paper's HPS)
+    upcasts the two model-dtype logits before the softmax; hps='none' runs it all in the model dtype.
     See Scorer for the common arguments.
     """
 
