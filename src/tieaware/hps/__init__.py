@@ -15,10 +15,11 @@ except ImportError as error:
         f"tieaware.hps needs torch and transformers ({error.name} is missing): pip install 'tieaware[hps]'"
     ) from error
 
+from ._common import TieWarning
 from .bi_encoder import BiEncoder
 from .cross_encoder import CrossEncoder
 from .quantize import QuantizedIndex
 from .sweep import sweep
 from .yes_no import YesNoReranker
 
-__all__ = ["BiEncoder", "CrossEncoder", "QuantizedIndex", "YesNoReranker", "sweep"]
+__all__ = ["BiEncoder", "CrossEncoder", "QuantizedIndex", "TieWarning", "YesNoReranker", "sweep"]

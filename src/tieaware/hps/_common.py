@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ import torch
 from ..display import progress
 from ..errors import InputError, InputTypeError, MissingFileError, MissingIdError
 from ..inputs import load_run
+from ..tie_census import census
 from . import _sentence_transformers as _st
 
 DTYPES = {
@@ -260,6 +262,51 @@ def build_run(scored: Mapping[str, tuple], name: str, k: int | None = None,
     return run
 
 
+class TieWarning(UserWarning):
+    """Documents of different text tie among a run's top k (see ``run.metadata['tie_census']``)."""
+
+
+def tie_cause(dtype: torch.dtype, mode: str) -> str:
+    """Why a precision mode's scores may tie, and the remedy."""
+    if mode in ("none", "upcast") and dtype != torch.float32:
+        return (f"the scores are rounded to {DTYPE_NAMES.get(dtype, str(dtype))} (hps={HPS_NAMES[mode]!r}): "
+                "hps='head' computes the last layer in fp32")
+    return ("the scores tie in fp32 (a saturated activation, or inputs identical after truncation): "
+            "evaluate tie-aware (tieaware.evaluate averages over their orderings)")
+
+
+def report_ties(run: ranx.Run, k: int | None, texts: Mapping[str, str] | None, cause: str) -> dict:
+    """Tie census of each query's top k (all documents when k is None; the run keeps every document tied
+    with the k-th) -> ``run.metadata['tie_census']``: k, tieaware.census's columns at k, tied_share (share
+    of those documents whose score equals another's) and tied_different_text_share (the same, counting only
+    tie groups holding two different texts; every group when `texts` is None). Ties of identical texts are
+    what any precision gives; any other tie is reported by a TieWarning naming the share and `cause`."""
+    scores = run.to_dict()
+    depth = k or max((len(docs) for docs in scores.values()), default=1)
+    table = census(scores, ks=(depth,)).loc[depth]
+    total = tied = different = queries = 0
+    for docs in scores.values():
+        values = np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
+        top = values >= (kth_largest_rows(values[None], depth)[0] if len(values) else 0)
+        groups: dict[float, list[str]] = {}
+        for docid, score in zip(np.array(list(docs))[top], values[top]):
+            groups.setdefault(float(score), []).append(docid)
+        total += int(top.sum())
+        tied += sum(len(group) for group in groups.values() if len(group) > 1)
+        unexplained = sum(len(group) for group in groups.values() if len(group) > 1 and
+                          (texts is None or len({texts[d] for d in group}) > 1))
+        different += unexplained
+        queries += unexplained > 0
+    info = {"k": depth, **{name: float(value) for name, value in table.items()},
+            "tied_share": tied / max(total, 1), "tied_different_text_share": different / max(total, 1)}
+    run.metadata["tie_census"] = info
+    if different:
+        warnings.warn(f"{run.name}: {different / total:.1%} of the top-{depth} documents ({different} of {total}, "
+                      f"in {queries} of {len(scores)} queries) tie with a document of different text: {cause}. "
+                      "Census in run.metadata['tie_census'].", TieWarning, stacklevel=3)
+    return info
+
+
 def mode_suffix(mode: str) -> str:
     """'' / '+hps' / '+hps_head' for the precision modes; '+<mode>' for a quantized-retrieval mode
     such as 'binary+rescore' (see quantize.parse_mode)."""
@@ -319,9 +366,12 @@ class Scorer:
     def rerank(self, queries: Mapping[str, str], corpus: Mapping[str, str], candidates, *,
                k: int | None = None, name: str | None = None) -> ranx.Run:
         """Score each query's candidates (ranx Run, {qid: {docid: score}} or TREC run path) -> ranx Run,
-        optionally cut at k keeping every doc tied with the k-th."""
+        optionally cut at k keeping every doc tied with the k-th. The tie census of the top k goes to
+        ``run.metadata['tie_census']``; documents of different text still tied there raise a TieWarning
+        naming their share and the remedy (`report_ties`)."""
         run = self.rerank_modes(queries, corpus, candidates, (self.mode,), k)[self.mode]
         run.name = name or run.name
+        report_ties(run, k, corpus, self._tie_cause(self.mode))
         return run
 
     def score_pairs(self, query_texts: Sequence[str], doc_texts: Sequence[str]) -> np.ndarray:
@@ -345,6 +395,10 @@ class Scorer:
         """{mode: {qid: (docids, float64 scores)}}: every candidate scored (a scorer may keep fewer)."""
         scores = self._score_candidates(queries, corpus, candidates, modes)
         return {mode: {qid: (docids, scores[mode][qid]) for qid, docids in candidates.items()} for mode in modes}
+
+    def _tie_cause(self, mode: str) -> str:
+        """Why this scorer's scores in `mode` may tie, and the remedy (the TieWarning's text)."""
+        return tie_cause(self.dtype, mode)
 
     def _metadata(self, mode: str) -> dict:
         """What produced a run's scores (stored in ``run.metadata``)."""

@@ -20,6 +20,7 @@ from ._common import (
     check_queries,
     eval_mode,
     length_sorted_batches,
+    report_ties,
     run_name,
 )
 from .quantize import BINARY_SCHEMES, QuantizedIndex, check_ranges, check_scheme, parse_mode, quantized_mode
@@ -114,10 +115,19 @@ class BiEncoder(Scorer):
         """Exact top-k over the whole corpus, keeping every doc tied with the k-th. The score matrix is
         built for at most `chunk_scores` (queries x docs) entries at a time, so large corpora fit memory.
         corpus: {docid: text}, or with quantize set the QuantizedIndex from `index()`. rescore_k overrides
-        the constructor's (quantized rescoring only)."""
+        the constructor's (quantized rescoring only). The tie census of the top k goes to
+        ``run.metadata['tie_census']``, with a TieWarning as for `rerank`."""
         run = self.search_modes(queries, corpus, k, (self.mode,), chunk_scores, rescore_k)[self.mode]
         run.name = name or run.name
+        report_ties(run, k, None if isinstance(corpus, QuantizedIndex) else corpus, self._tie_cause(self.mode))
         return run
+
+    def _tie_cause(self, mode: str) -> str:
+        parsed = parse_mode(mode)
+        if parsed is not None and parsed[1] is None:
+            return ("quantized scores (integer dot products of codes, Hamming similarities) tie by design: "
+                    "hps=True rescores the top rescore_k with the fp32 query")
+        return super()._tie_cause(mode if parsed is None else "head")
 
     def _rescore_depth(self, k: int, rescore_k: int | None) -> int:
         depth = rescore_k if rescore_k is not None else self.rescore_k if self.rescore_k is not None else 4 * k

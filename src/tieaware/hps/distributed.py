@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from ..display import progress
 from ..errors import InputError, InputTypeError
@@ -34,6 +35,8 @@ from ._common import (
     mode_suffix,
     parse_dtype,
     parse_hps,
+    report_ties,
+    tie_cause,
 )
 
 #: scorers whose scores are pairwise (query, document), by the names the CLI uses
@@ -138,6 +141,7 @@ def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str
     hps = HPS_NAMES[mode]
     run_tag = name or f"{Path(str(model)).name.replace(' ', '_')}_{DTYPE_NAMES.get(dtype, 'fp32')}{mode_suffix(mode)}"
     run = build_run(scored, run_tag, k, {"hps": hps, "ray_actors": concurrency})
+    report_ties(run, k, corpus, tie_cause(dtype or torch.float32, mode))
     if trec_out is not None:
         from ..inputs import write_trec_run
 
