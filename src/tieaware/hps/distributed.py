@@ -40,21 +40,22 @@ from ._common import (
 )
 
 #: scorers whose scores are pairwise (query, document), by the names the CLI uses
-PAIRWISE_SCORERS = ("cross-encoder", "yes-no")
+PAIRWISE_SCORERS = ("cross-encoder", "yes-no", "grade")
 
 
 def _scorer_class(scorer):
     from .cross_encoder import CrossEncoder
+    from .grade import GradeReranker
     from .yes_no import YesNoReranker
 
-    classes = {"cross-encoder": CrossEncoder, "yes-no": YesNoReranker}
+    classes = {"cross-encoder": CrossEncoder, "yes-no": YesNoReranker, "grade": GradeReranker}
     if isinstance(scorer, str):
         if scorer not in classes:
             raise InputError(f"scorer {scorer!r}: Ray reranking takes one of {PAIRWISE_SCORERS} "
                              "(a bi-encoder scores texts, not pairs)")
         return classes[scorer]
-    if not (isinstance(scorer, type) and issubclass(scorer, (CrossEncoder, YesNoReranker))):
-        raise InputTypeError(f"scorer must be one of {PAIRWISE_SCORERS}, CrossEncoder or YesNoReranker "
+    if not (isinstance(scorer, type) and issubclass(scorer, (CrossEncoder, YesNoReranker, GradeReranker))):
+        raise InputTypeError(f"scorer must be one of {PAIRWISE_SCORERS}, CrossEncoder, YesNoReranker or GradeReranker "
                              f"(or a subclass), not {scorer!r}")
     return scorer
 
@@ -77,7 +78,7 @@ def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str
     """Rerank each query's candidates on a Ray actor pool; returns the ranx Run `rerank` would.
 
     Args:
-        scorer: "cross-encoder" or "yes-no" (or `CrossEncoder` / `YesNoReranker`).
+        scorer: "cross-encoder", "yes-no" or "grade" (or `CrossEncoder` / `YesNoReranker` / `GradeReranker`).
         model: a local model directory (or a hub name the workers can reach), loaded once per actor.
         queries, corpus: ``{id: text}``.
         candidates: ranx Run, ``{qid: {docid: score}}``, ``{qid: [docid, ...]}`` or a TREC run path.

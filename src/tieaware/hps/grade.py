@@ -1,0 +1,133 @@
+"""Causal LMs prompted for an integer relevance grade (ERank, LLM-as-judge style) with High-Precision
+Scoring, and the same scores from log-probabilities computed elsewhere (`run_from_logprobs`)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from .yes_no import DEFAULT_INSTRUCTION, PromptReranker
+
+#: how a grade distribution becomes a score
+GRADE_SCORES = ("expected", "erank", "argmax")
+DEFAULT_GRADES = tuple(range(11))
+
+# ERank-style prompt (Cai et al. 2025) answering directly: the answer slot is the grade's first token.
+GRADE_TEMPLATE = (
+    "<|im_start|>system\nJudge how relevant the Document is to the Query. {instruction}. Answer with one "
+    "integer relevance score from {min_grade} to {max_grade}, where {max_grade} means highly relevant and "
+    "{min_grade} irrelevant.<|im_end|>\n<|im_start|>user\n<Query>: {query}\n<Document>: {document}"
+    "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+)
+
+
+def check_grades(grades) -> np.ndarray:
+    """Two or more distinct integer grades -> int64 array, in the given order."""
+    try:
+        values = [int(g) for g in grades]
+    except (TypeError, ValueError):
+        raise InputError(f"grades must be integers, got {grades!r}") from None
+    if any(isinstance(g, (bool, np.bool_)) or int(g) != g for g in grades):
+        raise InputError(f"grades must be integers, got {grades!r}")
+    if len(values) < 2 or len(set(values)) != len(values):
+        raise InputError(f"grades must be two or more distinct integers, got {values}")
+    return np.asarray(values, dtype=np.int64)
+
+
+def check_score(score: str) -> str:
+    if score not in GRADE_SCORES:
+        raise InputError(f"unknown score {score!r}: use one of {GRADE_SCORES}")
+    return score
+
+
+def grade_scores(logits: np.ndarray, grades: np.ndarray, score: str) -> np.ndarray:
+    """Logits (or log-probabilities: any per-row shift gives the same) of the grade tokens, shape
+    (n, len(grades)) -> float64 scores. P(s) = softmax over the grade tokens (the probability renormalised
+    over the grades); 'expected': sum_s s P(s); 'erank': s* P(s*) with s* = argmax_s P(s) (ERank's
+    s x P(s)); 'argmax': s* (the lowest grade among equally probable ones)."""
+    z = np.asarray(logits, dtype=np.float64)
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    if score == "expected":
+        return p @ grades.astype(np.float64)
+    best = p.argmax(axis=1)
+    if score == "argmax":
+        return grades[best].astype(np.float64)
+    return grades[best] * p[np.arange(len(p)), best]
+
+
+def torch_grade_scores(logits: torch.Tensor, grades: np.ndarray, score: str) -> torch.Tensor:
+    """`grade_scores` computed in the dtype of `logits` (hps='none': every step in the model dtype)."""
+    p = torch.softmax(logits, dim=-1)
+    values = torch.as_tensor(grades, device=logits.device).to(logits.dtype)
+    if score == "expected":
+        return (p * values).sum(-1)
+    best = p.argmax(-1)
+    if score == "argmax":
+        return values[best]
+    return values[best] * p.gather(-1, best[:, None])[:, 0]
+
+
+class GradeReranker(PromptReranker):
+    """Score a (query, document) pair from the grade a causal LM gives it at the answer slot.
+
+    P(s) = softmax over the grade tokens' logits at the last prompt position (renormalised over the
+    grades). score='expected' (default): sum_s s P(s), in [min grade, max grade]; 'erank': s* P(s*) with
+    s* = argmax_s P(s), the ERank paper's s x P(s); 'argmax': s*, the grade alone (integer scores that tie
+    by design). grades: the integers the model answers with (default 0..10); each must be a single token
+    of the tokenizer (a grade split into several tokens, e.g. "10" -> "1", "0", is refused: the first
+    position alone cannot tell "1" from "10"). template: {query}, {document}, optionally {instruction},
+    {min_grade}, {max_grade}; the default (ERank style) asks for the grade directly after the prompt.
+
+    hps='head' (default): the grade tokens' LM-head rows applied in fp32 to the model-dtype last hidden
+    state, then softmax and score in float64; 'logits' (or True, the paper's HPS): the model-dtype logits
+    of the grade tokens, then softmax and score in float64; 'none': every step in the model dtype.
+    See PromptReranker and Scorer for the common arguments.
+    """
+
+    def __init__(self, model, tokenizer=None, *, grades: Iterable[int] = DEFAULT_GRADES, score: str = "expected",
+                 template: str = GRADE_TEMPLATE, instruction: str = DEFAULT_INSTRUCTION, **kwargs):
+        self.grades, self.score = check_grades(grades), check_score(score)
+        super().__init__(model, tokenizer, template=template, instruction=instruction, **kwargs)
+        self.token_ids = grade_token_ids(self.tokenizer, self.grades)
+
+    def _template_fields(self) -> dict:
+        return {"min_grade": int(self.grades.min()), "max_grade": int(self.grades.max())}
+
+    @torch.inference_mode()
+    def _score_pairs(self, query_texts, doc_texts, modes) -> dict[str, np.ndarray]:
+        scores = {mode: np.empty(len(query_texts)) for mode in modes}
+        for batch, logits in self._answer_logits(self.token_ids, modes, query_texts, doc_texts):
+            for mode in modes:
+                if mode == "none":
+                    scores[mode][batch] = torch_grade_scores(logits[mode], self.grades, self.score).double().cpu()
+                else:
+                    scores[mode][batch] = grade_scores(logits[mode].double().cpu().numpy(), self.grades, self.score)
+        return scores
+
+    def _metadata(self, mode: str) -> dict:
+        return dict(super()._metadata(mode), score=self.score, grades=self.grades.tolist())
+
+    def _tie_cause(self, mode: str) -> str:
+        if self.score == "argmax":
+            return ("score='argmax' gives integer grades, which tie by design: score='expected' "
+                    "(sum_s s P(s)) separates the documents within a grade")
+        return super()._tie_cause(mode)
+
+
+def grade_token_ids(tokenizer, grades: np.ndarray) -> list[int]:
+    """The token id of each grade; an InputError naming the tokenizer when a grade is not one token."""
+    pieces = {int(g): tokenizer(str(int(g)), add_special_tokens=False)["input_ids"] for g in grades}
+    split = {g: tokenizer.convert_ids_to_tokens(ids) for g, ids in pieces.items() if len(ids) != 1}
+    name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+    if split:
+        raise InputError(f"tokenizer {name!r} does not spell every grade as one token ({split}): the grade "
+                         f"is read at one answer position, so pass grades= that are single tokens "
+                         f"(e.g. range(10) instead of range(11))")
+    ids = [pieces[int(g)][0] for g in grades]
+    if len(set(ids)) != len(ids) or tokenizer.unk_token_id in ids:
+        raise InputError(f"tokenizer {name!r} maps grades {grades.tolist()} to ids {ids}: "
+                         "they must be distinct, known tokens")
+    return ids
