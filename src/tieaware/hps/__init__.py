@@ -18,9 +18,10 @@ except ImportError as error:
 from ._common import TieWarning
 from .bi_encoder import BiEncoder
 from .cross_encoder import CrossEncoder
-from .grade import GradeReranker
+from .grade import GradeReranker, run_from_logprobs
 from .quantize import QuantizedIndex
 from .sweep import sweep
 from .yes_no import YesNoReranker
 
-__all__ = ["BiEncoder", "CrossEncoder", "GradeReranker", "QuantizedIndex", "TieWarning", "YesNoReranker", "sweep"]
+__all__ = ["BiEncoder", "CrossEncoder", "GradeReranker", "QuantizedIndex", "TieWarning", "YesNoReranker",
+           "run_from_logprobs", "sweep"]

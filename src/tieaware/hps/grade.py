@@ -2,17 +2,24 @@
 Scoring, and the same scores from log-probabilities computed elsewhere (`run_from_logprobs`)."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import numpy as np
+import ranx
 import torch
 
-from ..errors import InputError
+from ..errors import InputError, InputTypeError, MissingFileError
+from ._common import build_run, report_ties
 from .yes_no import DEFAULT_INSTRUCTION, PromptReranker
 
 #: how a grade distribution becomes a score
 GRADE_SCORES = ("expected", "erank", "argmax")
 DEFAULT_GRADES = tuple(range(11))
+ARGMAX_TIES = ("score='argmax' gives integer grades, which tie by design: score='expected' (sum_s s P(s)) "
+               "separates the documents within a grade")
 
 # ERank-style prompt (Cai et al. 2025) answering directly: the answer slot is the grade's first token.
 GRADE_TEMPLATE = (
@@ -111,10 +118,7 @@ class GradeReranker(PromptReranker):
         return dict(super()._metadata(mode), score=self.score, grades=self.grades.tolist())
 
     def _tie_cause(self, mode: str) -> str:
-        if self.score == "argmax":
-            return ("score='argmax' gives integer grades, which tie by design: score='expected' "
-                    "(sum_s s P(s)) separates the documents within a grade")
-        return super()._tie_cause(mode)
+        return ARGMAX_TIES if self.score == "argmax" else super()._tie_cause(mode)
 
 
 def grade_token_ids(tokenizer, grades: np.ndarray) -> list[int]:
@@ -131,3 +135,87 @@ def grade_token_ids(tokenizer, grades: np.ndarray) -> list[int]:
         raise InputError(f"tokenizer {name!r} maps grades {grades.tolist()} to ids {ids}: "
                          "they must be distinct, known tokens")
     return ids
+
+
+def grade_of(token: str, grades: Mapping[str, int]) -> int | None:
+    """The grade a reported token spells ('5', ' 5', 'Ġ5', '▁5'), else None."""
+    return grades.get(token.strip().lstrip("Ġ▁").strip())
+
+
+def read_logprob_records(path: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """A JSONL file of {"qid": ..., "docid": ..., "logprobs": {token: logprob}} lines -> nested records."""
+    if not path.is_file():
+        raise MissingFileError(f"log-probability file not found: {path}")
+    records: dict[str, dict[str, dict[str, float]]] = {}
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise InputError(f"{path}:{number}: not a JSON line ({error.msg})") from None
+            if not isinstance(record, dict) or not {"qid", "docid", "logprobs"} <= set(record):
+                raise InputError(f'{path}:{number}: a record is {{"qid": ..., "docid": ..., "logprobs": '
+                                 '{token: logprob, ...}}')
+            docs = records.setdefault(str(record["qid"]), {})
+            docid = str(record["docid"])
+            if docid in docs:
+                raise InputError(f"{path}:{number}: query {record['qid']!r}, doc {docid!r} appears twice")
+            docs[docid] = record["logprobs"]
+    return records
+
+
+def run_from_logprobs(records, *, grades: Iterable[int] = DEFAULT_GRADES, score: str = "expected",
+                      k: int | None = None, name: str = "logprobs") -> ranx.Run:
+    """Grade-reranker scores from log-probabilities computed elsewhere (vLLM, an API's top log-probs, a
+    model that reasoned before answering): the formulas of `GradeReranker`, so the same log-probs give
+    the same scores.
+
+    Args:
+        records: ``{qid: {docid: {token: logprob}}}`` (the log-probs of the answer's grade token), or a
+            path to a JSONL file with one ``{"qid": ..., "docid": ..., "logprobs": {token: logprob}}`` per
+            line. Tokens are matched to grades after stripping whitespace and a leading 'Ġ' / '▁' (several
+            spellings of one grade add up); other tokens are ignored; a grade missing from a top-k list has
+            probability 0.
+        grades: the integer grades (default 0..10); score: 'expected', 'erank' or 'argmax' (GradeReranker).
+        k: keep each query's top k plus every document tied with the k-th; name: the run's name.
+
+    Returns:
+        a ranx Run; ``run.metadata`` holds score, grades and the tie census (`report_ties`).
+
+    Raises:
+        InputError: a pair with no grade token, a log-prob that is not a finite number or NaN, a bad
+            JSONL line (named by file:line).
+    """
+    grades, score = check_grades(grades), check_score(score)
+    if isinstance(records, (str, os.PathLike)):
+        records = read_logprob_records(Path(records))
+    if not isinstance(records, Mapping):
+        raise InputTypeError(f"records must be {{qid: {{docid: {{token: logprob}}}}}} or a JSONL path, "
+                             f"not {type(records).__name__}")
+    column = {str(int(g)): i for i, g in enumerate(grades)}
+    scored = {}
+    for qid, docs in records.items():
+        if not isinstance(docs, Mapping):
+            raise InputTypeError(f"query {qid!r}: expected {{docid: {{token: logprob}}}}, got {type(docs).__name__}")
+        docids = [str(d) for d in docs]
+        logits = np.full((len(docids), len(grades)), -np.inf)
+        for row, (docid, tokens) in enumerate(docs.items()):
+            if not isinstance(tokens, Mapping):
+                raise InputTypeError(f"query {qid!r}, doc {docid!r}: expected {{token: logprob}}")
+            for token, logprob in tokens.items():
+                if isinstance(logprob, bool) or not isinstance(logprob, (int, float, np.floating, np.integer)) \
+                        or np.isnan(logprob) or logprob == np.inf:
+                    raise InputError(f"query {qid!r}, doc {docid!r}: log-prob of {token!r} is {logprob!r}")
+                col = grade_of(str(token), column)
+                if col is not None:
+                    logits[row, col] = np.logaddexp(logits[row, col], float(logprob))
+            if np.isneginf(logits[row]).all():
+                raise InputError(f"query {qid!r}, doc {docid!r}: no grade token among {list(tokens)[:12]} "
+                                 f"(grades {grades.tolist()})")
+        scored[str(qid)] = (docids, grade_scores(logits, grades, score) if docids else np.empty(0))
+    run = build_run(scored, name, k, {"score": score, "grades": grades.tolist(), "source": "log-probabilities"})
+    report_ties(run, k, None, ARGMAX_TIES if score == "argmax" else
+                "the grade probabilities tie (top log-probs too few or too rounded to tell the documents apart?)")
+    return run
