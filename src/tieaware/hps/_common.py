@@ -271,6 +271,10 @@ def tie_cause(dtype: torch.dtype, mode: str) -> str:
     if mode in ("none", "upcast") and dtype != torch.float32:
         return (f"the scores are rounded to {DTYPE_NAMES.get(dtype, str(dtype))} (hps={HPS_NAMES[mode]!r}): "
                 "hps='head' computes the last layer in fp32")
+    if dtype != torch.float32:
+        return (f"the last layer runs in fp32, but its {DTYPE_NAMES.get(dtype, str(dtype))} input (the hidden "
+                "state) coincides for these documents: dtype='fp32' separates them, or evaluate tie-aware "
+                "(tieaware.evaluate averages over their orderings)")
     return ("the scores tie in fp32 (a saturated activation, or inputs identical after truncation): "
             "evaluate tie-aware (tieaware.evaluate averages over their orderings)")
 
