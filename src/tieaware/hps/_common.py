@@ -334,7 +334,7 @@ class Scorer:
     the model itself, switched to eval mode only during each forward pass and restored after.
     hps: 'head' (default): the last layer producing the scores (classifier Linear, the answer tokens'
     LM-head rows, pooling) runs in fp32 on the model-dtype hidden state, then the scoring function in
-    fp32: no tie that fp32 scoring would not have, even when the logits themselves would be rounded.
+    fp32: no tie from rounded logits; ties remain only where the model-dtype hidden states coincide.
     'logits' (or True): the paper's HPS, logits / pooled embeddings cast to fp32 before the scoring
     function; ties remain where the model-dtype logits are rounded together. 'none' (or False): all in
     the model dtype.
