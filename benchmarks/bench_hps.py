@@ -37,6 +37,7 @@ from transformers import (  # noqa: E402
 
 from tieaware.datasets import cranfield  # noqa: E402
 from tieaware.hps import BiEncoder, CrossEncoder, YesNoReranker  # noqa: E402
+from tieaware.hps._common import parse_dtype  # noqa: E402
 from tieaware.inputs import open_text  # noqa: E402
 
 transformers.logging.set_verbosity_error()  # no load report for the random classifier head
@@ -72,6 +73,7 @@ def model_and_tokenizer(kind: str):
 def scorers(kind: str, dtype: str, device, max_length: int, modes):
     """{hps: scorer} sharing one model cast to dtype, and the call that scores the workload with one."""
     model, tokenizer = model_and_tokenizer(kind)
+    model = model.to(parse_dtype(dtype))  # cast once here: the scorers then share it instead of copying it
     common = dict(dtype=dtype, device=device, max_length=max_length, show_progress=False)
     if kind == "bi-encoder (search)":
         made = {hps: BiEncoder(model, tokenizer, hps=hps, **common) for hps in modes}

@@ -45,7 +45,7 @@ def task(tmp_path_factory):
     return folder, queries, corpus, candidates
 
 
-OPTIONS = dict(dtype="bf16", hps=True, batch_size=16)
+OPTIONS = dict(dtype="bf16", batch_size=16)  # the default hps, as the CLI
 
 
 def in_process(folder, queries, corpus, candidates, **kwargs):
@@ -141,3 +141,22 @@ def test_score_command_with_ray_writes_the_in_process_run(local_ray, task, tmp_p
     assert cli.main([*common, "--ray", "--actors", "2", "--out", str(tmp_path / "ray.trec")]) == cli.EXIT_OK
     expected = in_process(folder, queries, corpus, candidates).to_dict()
     assert read_trec_run(tmp_path / "ray.trec") == expected
+
+
+def test_ray_grade_rerank_equals_in_process(local_ray, tmp_path):
+    from test_hps_grade import CANDIDATES, FEW_DOCS, FEW_QUERIES, TEMPLATE, TOKENIZER, grade_lm
+
+    from tieaware.hps import GradeReranker
+
+    grade_lm().save_pretrained(tmp_path)
+    # the test's own tokenizer travels to the actors (from the folder it would load as Qwen2's)
+    options = dict(tokenizer=TOKENIZER, dtype="bf16", batch_size=4, template=TEMPLATE, score="erank")
+    torch.set_num_threads(1)
+    try:
+        expected = GradeReranker(str(tmp_path), show_progress=False, **options).rerank(
+            FEW_QUERIES, FEW_DOCS, CANDIDATES).to_dict()
+    finally:
+        torch.set_num_threads(os.cpu_count() or 1)
+    run = rerank_on_ray("grade", str(tmp_path), FEW_QUERIES, FEW_DOCS, CANDIDATES, concurrency=1,
+                        show_progress=False, **options)
+    assert run.to_dict() == expected

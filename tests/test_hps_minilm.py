@@ -1,4 +1,5 @@
-"""The real all-MiniLM-L6-v2 on a Cranfield slice (CPU): bf16 ties, HPS does not."""
+"""The real all-MiniLM-L6-v2 on a Cranfield slice (CPU): bf16 ties; the paper's HPS and the default
+(pooling in fp32) do not."""
 import gzip
 import json
 import os
@@ -60,8 +61,8 @@ def test_fp32_scores_match_the_reference_run(cranfield, model_path):
 def test_bf16_ties_and_hps_leaves_only_identical_text_tied(cranfield_slice, model_path):
     queries, corpus = cranfield_slice
     encoder = BiEncoder(model_path, dtype="bf16", max_length=MAX_LENGTH, show_progress=False)
-    # one bf16 forward pass serves both modes (what search(hps=False) / search(hps=True) each compute)
-    runs = encoder.search_modes(queries, corpus, N_DOCS, ("none", "upcast"))
+    # one bf16 forward pass serves the modes (what search(hps=False / True / "head") each compute)
+    runs = encoder.search_modes(queries, corpus, N_DOCS, ("none", "upcast", "head"))
     token_ids = encoder.tokenizer(list(corpus.values()), truncation=True, max_length=MAX_LENGTH)["input_ids"]
     same_input = {docid: tuple(ids) for docid, ids in zip(corpus, token_ids)}
     assert same_input["471"] == same_input["995"]
@@ -83,6 +84,7 @@ def test_bf16_ties_and_hps_leaves_only_identical_text_tied(cranfield_slice, mode
     hps_identical, hps_different = tied_pairs(runs["upcast"])
     assert bf16_different > 100  # bf16 scoring ties many different documents
     assert hps_different == 0
+    assert tied_pairs(runs["head"]) == (hps_identical, hps_different)
     assert hps_identical == bf16_identical == N_QUERIES  # 471/995 tie in every query, in every regime
     assert tieaware.census(runs["none"], ks=(100,)).loc[100, "unique_scores"] < 95
     assert tieaware.census(runs["upcast"], ks=(100,)).loc[100, "unique_scores"] == N_DOCS - 1  # 471 = 995

@@ -193,7 +193,8 @@ def tie_pairs(run, same):
 
 @pytest.fixture(scope="module")
 def tiny_runs():
-    encoder = BiEncoder(bert_encoder(), TOKENIZER, dtype="bf16", show_progress=False)
+    # hps="logits": encode() returns the embeddings that quantized retrieval quantizes
+    encoder = BiEncoder(bert_encoder(), TOKENIZER, dtype="bf16", hps="logits", show_progress=False)
     modes = ("int8", "int8+rescore", "int8+rescore_full", "binary", "binary+rescore", "binary+rescore_full")
     runs = encoder.search_modes(QUERIES, DUP_CORPUS, len(DUP_CORPUS), modes)  # every pair can show its tie
     docids = list(DUP_CORPUS)

@@ -126,6 +126,7 @@ def test_cross_encoder_hps_is_fp32_sigmoid_or_softmax_of_the_bf16_logits(num_lab
     model = bert_classifier(num_labels)
     cross_encoder = scorer(f"ce{num_labels}", model, dtype="bf16", hps=True, batch_size=1)
     run = cross_encoder.rerank(FEW_QUERIES, FEW_DOCS, FEW_CANDIDATES)
+    model = cross_encoder.model  # a bf16 copy: the caller's model stays fp32
     assert model.dtype == torch.bfloat16
     with torch.inference_mode():
         for qid, docs in run.to_dict().items():
@@ -136,8 +137,8 @@ def test_cross_encoder_hps_is_fp32_sigmoid_or_softmax_of_the_bf16_logits(num_lab
 
 
 def test_cross_encoder_head_mode_applies_the_classifier_in_fp32():
-    model = bert_classifier(1)
-    run = scorer("ce1", model, dtype="bf16", hps="head", batch_size=1).rerank(FEW_QUERIES, FEW_DOCS, FEW_CANDIDATES)
+    cross_encoder = scorer("ce1", bert_classifier(1), dtype="bf16", hps="head", batch_size=1)
+    run, model = cross_encoder.rerank(FEW_QUERIES, FEW_DOCS, FEW_CANDIDATES), cross_encoder.model
     weight, bias = model.classifier.weight.float(), model.classifier.bias.float()
     with torch.inference_mode():
         for qid, docs in run.to_dict().items():
@@ -152,8 +153,8 @@ def yes_no_inputs(query, doc):
 
 
 def test_yes_no_hps_is_fp32_softmax_of_the_bf16_yes_no_logits():
-    model = qwen2_lm()
-    run = scorer("yesno", model, dtype="bf16", hps=True, batch_size=1).rerank(FEW_QUERIES, FEW_DOCS, FEW_CANDIDATES)
+    reranker = scorer("yesno", qwen2_lm(), dtype="bf16", hps=True, batch_size=1)
+    run, model = reranker.rerank(FEW_QUERIES, FEW_DOCS, FEW_CANDIDATES), reranker.model
     no_yes = TOKENIZER.convert_tokens_to_ids(["no", "yes"])
     with torch.inference_mode():
         for qid, docs in run.to_dict().items():
@@ -165,8 +166,8 @@ def test_yes_no_hps_is_fp32_softmax_of_the_bf16_yes_no_logits():
 
 
 def test_yes_no_head_mode_computes_the_two_lm_head_rows_in_fp32():
-    model = qwen2_lm()
-    run = scorer("yesno", model, dtype="bf16", hps="head", batch_size=1).rerank(FEW_QUERIES, FEW_DOCS, FEW_CANDIDATES)
+    reranker = scorer("yesno", qwen2_lm(), dtype="bf16", hps="head", batch_size=1)
+    run, model = reranker.rerank(FEW_QUERIES, FEW_DOCS, FEW_CANDIDATES), reranker.model
     rows = model.lm_head.weight[TOKENIZER.convert_tokens_to_ids(["no", "yes"])].float()
     with torch.inference_mode():
         for qid, docs in run.to_dict().items():
@@ -203,8 +204,8 @@ def bi_embeddings(model, texts, pool_fp32):
 
 @pytest.mark.parametrize("hps", [True, "head"])
 def test_bi_encoder_hps_is_the_fp32_cosine_of_the_bf16_embeddings(hps):
-    model = bert_encoder()
-    run = scorer("bi", model, dtype="bf16", hps=hps, batch_size=1).search(FEW_QUERIES, FEW_DOCS, k=len(FEW_DOCS))
+    encoder = scorer("bi", bert_encoder(), dtype="bf16", hps=hps, batch_size=1)
+    run, model = encoder.search(FEW_QUERIES, FEW_DOCS, k=len(FEW_DOCS)), encoder.model
     docids = list(FEW_DOCS)
     pool_fp32 = hps == "head"
     sims = bi_embeddings(model, FEW_QUERIES.values(), pool_fp32) @ bi_embeddings(model, FEW_DOCS.values(), pool_fp32).T

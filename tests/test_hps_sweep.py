@@ -61,7 +61,27 @@ def test_regime_names():
     assert parse_regime("bf16") == (torch.bfloat16, "none")
     assert parse_regime("fp16+hps") == (torch.float16, "upcast")
     assert parse_regime("bf16+hps_head") == (torch.bfloat16, "head")
+    assert parse_regime("bf16+logits") == (torch.bfloat16, "upcast") and parse_regime("bf16+head")[1] == "head"
     with pytest.raises(ValueError, match=re.escape("unknown regime 'bf16+fast'")):
         parse_regime("bf16+fast")
     with pytest.raises(ValueError, match="unknown dtype 'int4'"):
         parse_regime("int4")
+
+
+def test_sweep_reports_the_grade_rerankers_modes():
+    from test_hps_grade import CANDIDATES as GRADE_CANDIDATES
+    from test_hps_grade import FEW_DOCS, FEW_QUERIES, TEMPLATE, grade_lm
+    from test_hps_grade import TOKENIZER as GRADE_TOKENIZER
+
+    from tieaware.hps import GradeReranker
+
+    qrels = {qid: docs for qid, docs in QRELS.items() if qid in FEW_QUERIES}
+    model = grade_lm(offset=30.0)
+    result = sweep(GradeReranker, model, FEW_QUERIES, FEW_DOCS, qrels, tokenizer=GRADE_TOKENIZER,
+                   candidates=GRADE_CANDIDATES, k=None, metrics="ndcg@10", census_ks=(10,), show_progress=False,
+                   template=TEMPLATE, score="expected")
+    assert list(result.runs) == ["fp32", "bf16", "bf16+hps", "bf16+hps_head"]
+    unique = result.census["unique_scores"]
+    assert unique[("bf16", 10)] < unique[("bf16+hps_head", 10)] == unique[("fp32", 10)] == 10
+    assert result.runs["bf16+hps_head"].metadata["score"] == "expected"
+    assert result.metrics.loc[("bf16+hps_head", "ndcg@10"), "range"] == 0

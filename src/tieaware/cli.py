@@ -27,8 +27,8 @@ from .outputs import atomic_output, check_outputs, check_utf8_ids
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_ERROR = 0, 1, 2
 OUTPUT_FORMATS = ("table", "tsv", "csv", "json", "trec")
-HPS_MODES = {"none": False, "upcast": True, "head": "head"}
-SCORERS = ("bi-encoder", "cross-encoder", "yes-no")
+HPS_MODES = {"none": "none", "logits": "logits", "upcast": "logits", "head": "head"}
+SCORERS = ("bi-encoder", "cross-encoder", "yes-no", "grade")
 # Copies of library constants, so building the parser imports no numpy/pandas/numba/ranx
 # (tests/test_cli_trec_habits.py checks they equal the originals).
 DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)  # comparison.DEFAULT_KS
@@ -475,7 +475,8 @@ def cmd_score(args) -> int:
     from .inputs import read_texts, write_trec_run
     from .tie_census import census
 
-    scorer_class = {"bi-encoder": hps.BiEncoder, "cross-encoder": hps.CrossEncoder, "yes-no": hps.YesNoReranker}
+    scorer_class = {"bi-encoder": hps.BiEncoder, "cross-encoder": hps.CrossEncoder, "yes-no": hps.YesNoReranker,
+                    "grade": hps.GradeReranker}
     options = dict(dtype=args.dtype, hps=HPS_MODES[args.hps], batch_size=args.batch_size, device=args.device,
                    max_length=args.max_length, show_progress=sys.stderr.isatty())
     if args.scorer == "bi-encoder":
@@ -483,7 +484,12 @@ def cmd_score(args) -> int:
                        doc_prefix=args.doc_prefix)
     elif args.scorer == "cross-encoder":
         options.update(positive_index=args.positive_index)
-    elif args.instruction is not None:
+    elif args.scorer == "grade":
+        low, _, high = args.grades.partition("-")
+        if not (low.isdigit() and high.isdigit() and int(low) < int(high)):
+            raise InputError(f"--grades {args.grades!r}: give the range as MIN-MAX, e.g. 0-10")
+        options.update(grades=range(int(low), int(high) + 1), score=args.grade_score)
+    if args.scorer in ("yes-no", "grade") and args.instruction is not None:
         options.update(instruction=args.instruction)
     if args.candidates is None and args.scorer != "bi-encoder":
         raise InputError(f"A {args.scorer} reranks: give --candidates RUN (only a bi-encoder searches the corpus).")
@@ -706,9 +712,9 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("-k", type=int, help="keep the top k per query plus every doc tied with the k-th "
                     "(search default 100; rerank default all)")
     sc.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32", help="model dtype")
-    sc.add_argument("--hps", choices=tuple(HPS_MODES), default="upcast",
-                    help="scoring step precision: none (model dtype), upcast (fp32 scoring function, "
-                    "default), head (final layer in fp32 too)")
+    sc.add_argument("--hps", choices=tuple(HPS_MODES), default="head",
+                    help="scoring step precision: head (default: the last layer producing the scores in "
+                    "fp32), logits (the paper's HPS: fp32 after the logits; upcast is an alias), none (model dtype)")
     sc.add_argument("--batch-size", type=int, default=32)
     sc.add_argument("--max-length", type=int, default=512)
     sc.add_argument("--device", help="torch device (default cuda if available, else cpu)")
@@ -721,7 +727,11 @@ def build_parser() -> argparse.ArgumentParser:
     bi.add_argument("--query-prefix", default="")
     bi.add_argument("--doc-prefix", default="")
     sc.add_argument_group("cross-encoder").add_argument("--positive-index", type=int)
-    sc.add_argument_group("yes-no").add_argument("--instruction")
+    sc.add_argument_group("yes-no, grade").add_argument("--instruction")
+    grade = sc.add_argument_group("grade: a causal LM prompted for an integer grade")
+    grade.add_argument("--grades", default="0-10", help="the grade range MIN-MAX (default 0-10)")
+    grade.add_argument("--grade-score", choices=("expected", "erank", "argmax"), default="expected",
+                       help="sum_s s P(s) (default), ERank's argmax s x P(s), or the argmax grade")
     dist = sc.add_argument_group("Ray (pip install 'tieaware[ray]'): rerank on an actor pool")
     dist.add_argument("--ray", action="store_true", help="rerank --candidates on Ray Data actors "
                       "(a local Ray instance, or the cluster in RAY_ADDRESS / --address)")

@@ -1,7 +1,7 @@
 """High-Precision Scoring: score with torch/transformers models in bf16/fp16 and compute the final
 scoring step in fp32, so low-precision inference does not create artificial score ties.
 
-CrossEncoder, YesNoReranker and BiEncoder turn a model into a ranx Run (`rerank` / `search`); `sweep`
+CrossEncoder, YesNoReranker, GradeReranker and BiEncoder turn a model into a ranx Run (`rerank` / `search`); `sweep`
 runs one model in several precision regimes and reports what ties do to the metrics (needs the
 tieaware evaluation core). BiEncoder(quantize='int8' | 'binary' | ...) retrieves in a quantized space
 (tieaware.hps.quantize: QuantizedIndex, integer dot product / Hamming scores, fp32 rescoring).
@@ -15,10 +15,13 @@ except ImportError as error:
         f"tieaware.hps needs torch and transformers ({error.name} is missing): pip install 'tieaware[hps]'"
     ) from error
 
+from ._common import TieWarning
 from .bi_encoder import BiEncoder
 from .cross_encoder import CrossEncoder
+from .grade import GradeReranker, run_from_logprobs
 from .quantize import QuantizedIndex
 from .sweep import sweep
 from .yes_no import YesNoReranker
 
-__all__ = ["BiEncoder", "CrossEncoder", "QuantizedIndex", "YesNoReranker", "sweep"]
+__all__ = ["BiEncoder", "CrossEncoder", "GradeReranker", "QuantizedIndex", "TieWarning", "YesNoReranker",
+           "run_from_logprobs", "sweep"]

@@ -2,8 +2,11 @@
 candidate loading, and turning scores into a ranx Run that is never cut inside a tie group."""
 from __future__ import annotations
 
+import copy
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +16,7 @@ import torch
 from ..display import progress
 from ..errors import InputError, InputTypeError, MissingFileError, MissingIdError
 from ..inputs import load_run
+from ..tie_census import census
 from . import _sentence_transformers as _st
 
 DTYPES = {
@@ -22,11 +26,18 @@ DTYPES = {
 }
 DTYPE_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 
-# Precision of the scoring step, parsed from the public `hps` argument:
-#   "none"   hps=False   the scoring function (sigmoid/softmax/normalize/dot) runs in the model dtype
-#   "upcast" hps=True    logits / embeddings cast to fp32 right before it (the paper's HPS)
-#   "head"   hps="head"  the final layer (classifier / yes-no LM-head rows / pooling) runs in fp32 too
+# Precision of the scoring step. Internal modes and the public `hps` values that select them:
+#   "none"   hps="none" / False   the last layer and the scoring function run in the model dtype
+#   "upcast" hps="logits" / True  logits / pooled embeddings cast to fp32 right before the scoring function
+#                                 (sigmoid/softmax/normalize/dot): the paper's HPS
+#   "head"   hps="head" (default) the last layer producing the scores (classifier Linear, the answer
+#                                 tokens' LM-head rows, pooling) computed in fp32 from the model-dtype
+#                                 hidden state, then the scoring function in fp32
 MODES = ("none", "upcast", "head")
+HPS_VALUES = {"head": "head", "logits": "upcast", "upcast": "upcast", "none": "none"}
+#: internal mode -> the public hps value reported in run.metadata
+HPS_NAMES = {"none": "none", "upcast": "logits", "head": "head"}
+DEFAULT_HPS = "head"
 MODE_SUFFIX = {"none": "", "upcast": "+hps", "head": "+hps_head"}
 #: word pieces per input when neither the user nor the model's sentence-transformers config says
 DEFAULT_MAX_LENGTH = 512
@@ -44,12 +55,14 @@ def parse_dtype(dtype) -> torch.dtype | None:
 
 
 def parse_hps(hps) -> str:
-    """Public `hps` argument (False, True or 'head') -> one of MODES."""
+    """Public `hps` argument -> one of MODES: 'head' (the default), 'logits' (the paper's HPS; True and
+    'upcast' are aliases), 'none' (False is an alias)."""
     if isinstance(hps, (bool, np.bool_)):
         return "upcast" if hps else "none"
-    if hps == "head":
-        return "head"
-    raise InputError(f"unknown hps mode {hps!r}: use False, True or 'head'")
+    if isinstance(hps, str) and hps in HPS_VALUES:
+        return HPS_VALUES[hps]
+    raise InputError(f"unknown hps mode {hps!r}: use 'head' (default: the last layer in fp32), 'logits' (the "
+                     "paper's HPS, fp32 after the logits; also True) or 'none' (model dtype; also False)")
 
 
 def resolve_device(device) -> torch.device:
@@ -81,9 +94,10 @@ def load_model(model, tokenizer, auto_class, dtype: torch.dtype | None, device: 
     `sentence_transformers_class`) gives its transformers model, its tokenizer and settings (max_length,
     pooling/normalize or activation); a local folder is loaded with `auto_class` (and its tokenizer, unless
     given), with settings from its sentence-transformers config files when it has them; a hub id is loaded
-    with `auto_class`; a loaded transformers model needs its tokenizer. A loaded model is moved and cast
-    in place. dtype None keeps a loaded model's dtype and loads a path in fp32."""
+    with `auto_class`; a loaded transformers model needs its tokenizer. A loaded model is never changed:
+    see `own_copy`. dtype None keeps a loaded model's dtype and loads a path in fp32."""
     settings = {}
+    loaded = True
     if _st.sentence_transformers_kind(model) is not None:
         if sentence_transformers_class is None:
             raise InputTypeError(f"this scorer takes a transformers model, not a sentence-transformers "
@@ -93,6 +107,7 @@ def load_model(model, tokenizer, auto_class, dtype: torch.dtype | None, device: 
     elif isinstance(model, (str, os.PathLike)):
         from transformers import AutoTokenizer
 
+        loaded = False
         folder = local_folder(model)
         source = model
         if folder is not None:
@@ -115,8 +130,43 @@ def load_model(model, tokenizer, auto_class, dtype: torch.dtype | None, device: 
     if not isinstance(model, torch.nn.Module):
         raise InputTypeError(f"model must be a local path, a hub id, a sentence-transformers model or a torch "
                              f"module, not {type(model).__name__}")
+    if loaded:
+        return own_copy(model, dtype, device), tokenizer, settings
     model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
     return model.eval(), tokenizer, settings
+
+
+def same_device(a: torch.device, b: torch.device) -> bool:
+    """True when `a` and `b` name the same device ('cuda' matches 'cuda:0', the index being unset)."""
+    return a.type == b.type and (a.index is None or b.index is None or a.index == b.index)
+
+
+def own_copy(model: torch.nn.Module, dtype: torch.dtype | None, device: torch.device) -> torch.nn.Module:
+    """The caller's model itself when every parameter and buffer is already on `device` (and, for the
+    floating ones, in `dtype`; None: any), else ``copy.deepcopy(model).to(device, dtype)``: the caller's
+    weights, dtype, device and training flags are never changed, at the cost of one more copy of the
+    weights in the target dtype while the scorer lives. Modes are switched only during a forward pass
+    (`eval_mode`)."""
+    tensors = [*model.parameters(), *model.buffers()]
+    fits = all(same_device(t.device, device) and (dtype is None or not t.is_floating_point() or t.dtype == dtype)
+               for t in tensors)
+    if fits:
+        return model
+    converted = copy.deepcopy(model)
+    return converted.to(device=device, dtype=dtype) if dtype is not None else converted.to(device)
+
+
+@contextmanager
+def eval_mode(model: torch.nn.Module):
+    """While active, every module of `model` is in eval mode (no dropout); on exit each module's own
+    training flag is restored, so a model being trained keeps training."""
+    flags = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        yield model
+    finally:
+        for module, training in flags:
+            module.training = training
 
 
 def length_sorted_batches(lengths, batch_size: int) -> Iterator[np.ndarray]:
@@ -212,6 +262,55 @@ def build_run(scored: Mapping[str, tuple], name: str, k: int | None = None,
     return run
 
 
+class TieWarning(UserWarning):
+    """Documents of different text tie among a run's top k (see ``run.metadata['tie_census']``)."""
+
+
+def tie_cause(dtype: torch.dtype, mode: str) -> str:
+    """Why a precision mode's scores may tie, and the remedy."""
+    if mode in ("none", "upcast") and dtype != torch.float32:
+        return (f"the scores are rounded to {DTYPE_NAMES.get(dtype, str(dtype))} (hps={HPS_NAMES[mode]!r}): "
+                "hps='head' computes the last layer in fp32")
+    if dtype != torch.float32:
+        return (f"the last layer runs in fp32, but its {DTYPE_NAMES.get(dtype, str(dtype))} input (the hidden "
+                "state) coincides for these documents: dtype='fp32' separates them, or evaluate tie-aware "
+                "(tieaware.evaluate averages over their orderings)")
+    return ("the scores tie in fp32 (a saturated activation, or inputs identical after truncation): "
+            "evaluate tie-aware (tieaware.evaluate averages over their orderings)")
+
+
+def report_ties(run: ranx.Run, k: int | None, texts: Mapping[str, str] | None, cause: str) -> dict:
+    """Tie census of each query's top k (all documents when k is None; the run keeps every document tied
+    with the k-th) -> ``run.metadata['tie_census']``: k, tieaware.census's columns at k, tied_share (share
+    of those documents whose score equals another's) and tied_different_text_share (the same, counting only
+    tie groups holding two different texts; every group when `texts` is None). Ties of identical texts are
+    what any precision gives; any other tie is reported by a TieWarning naming the share and `cause`."""
+    scores = run.to_dict()
+    depth = k or max((len(docs) for docs in scores.values()), default=1)
+    table = census(scores, ks=(depth,)).loc[depth]
+    total = tied = different = queries = 0
+    for docs in scores.values():
+        values = np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
+        top = values >= (kth_largest_rows(values[None], depth)[0] if len(values) else 0)
+        groups: dict[float, list[str]] = {}
+        for docid, score in zip(np.array(list(docs))[top], values[top]):
+            groups.setdefault(float(score), []).append(docid)
+        total += int(top.sum())
+        tied += sum(len(group) for group in groups.values() if len(group) > 1)
+        unexplained = sum(len(group) for group in groups.values() if len(group) > 1 and
+                          (texts is None or len({texts[d] for d in group}) > 1))
+        different += unexplained
+        queries += unexplained > 0
+    info = {"k": depth, **{name: float(value) for name, value in table.items()},
+            "tied_share": tied / max(total, 1), "tied_different_text_share": different / max(total, 1)}
+    run.metadata["tie_census"] = info
+    if different:
+        warnings.warn(f"{run.name}: {different / total:.1%} of the top-{depth} documents ({different} of {total}, "
+                      f"in {queries} of {len(scores)} queries) tie with a document of different text: {cause}. "
+                      "Census in run.metadata['tie_census'].", TieWarning, stacklevel=3)
+    return info
+
+
 def mode_suffix(mode: str) -> str:
     """'' / '+hps' / '+hps_head' for the precision modes; '+<mode>' for a quantized-retrieval mode
     such as 'binary+rescore' (see quantize.parse_mode)."""
@@ -227,12 +326,20 @@ def run_name(model, dtype: torch.dtype, mode: str) -> str:
 class Scorer:
     """Arguments shared by every scorer.
 
-    model: a local folder, a hub id, a loaded transformers model (moved and cast in place; needs
-    tokenizer=) or a loaded sentence-transformers object (SentenceTransformer for BiEncoder, CrossEncoder for
-    CrossEncoder: its transformers model is moved and cast in place, its tokenizer and settings are used).
+    model: a local folder, a hub id, a loaded transformers model (needs tokenizer=) or a loaded
+    sentence-transformers object (SentenceTransformer for BiEncoder, CrossEncoder for CrossEncoder: its
+    transformers model, tokenizer and settings are used). A loaded model is never changed: when its dtype
+    or device differs from the one asked for, the scorer works on a converted copy (copy.deepcopy, then
+    .to(): one more copy of the weights, in the target dtype, held while the scorer lives); otherwise on
+    the model itself, switched to eval mode only during each forward pass and restored after.
+    hps: 'head' (default): the last layer producing the scores (classifier Linear, the answer tokens'
+    LM-head rows, pooling) runs in fp32 on the model-dtype hidden state, then the scoring function in
+    fp32: no tie from rounded logits; ties remain only where the model-dtype hidden states coincide.
+    'logits' (or True): the paper's HPS, logits / pooled embeddings cast to fp32 before the scoring
+    function; ties remain where the model-dtype logits are rounded together. 'none' (or False): all in
+    the model dtype.
     dtype: 'fp32' / 'fp16' / 'bf16' / a torch dtype, None keeps a loaded model's dtype (a path loads in
-    fp32). hps: False (scoring function in the model dtype), True (fp32 right
-    before it: the paper's High-Precision Scoring), 'head' (the final layer in fp32 too).
+    fp32).
     batch_size: texts or pairs per forward pass (batches are sorted by length); max_length: word pieces
     per input (truncation; default the model's sentence-transformers max_seq_length when it has one, else
     512); device: default cuda when available, else cpu; show_progress: tqdm bar.
@@ -243,8 +350,8 @@ class Scorer:
     #: the sentence-transformers class this scorer takes loaded (None: none)
     sentence_transformers_class: str | None = None
 
-    def __init__(self, model, tokenizer=None, *, dtype=None, hps=True, batch_size: int = 32, device=None,
-                 max_length: int | None = None, show_progress: bool = True):
+    def __init__(self, model, tokenizer=None, *, dtype=None, hps=DEFAULT_HPS, batch_size: int = 32,
+                 device=None, max_length: int | None = None, show_progress: bool = True):
         import transformers
 
         if batch_size < 1 or (max_length is not None and max_length < 1):
@@ -263,9 +370,12 @@ class Scorer:
     def rerank(self, queries: Mapping[str, str], corpus: Mapping[str, str], candidates, *,
                k: int | None = None, name: str | None = None) -> ranx.Run:
         """Score each query's candidates (ranx Run, {qid: {docid: score}} or TREC run path) -> ranx Run,
-        optionally cut at k keeping every doc tied with the k-th."""
+        optionally cut at k keeping every doc tied with the k-th. The tie census of the top k goes to
+        ``run.metadata['tie_census']``; documents of different text still tied there raise a TieWarning
+        naming their share and the remedy (`report_ties`)."""
         run = self.rerank_modes(queries, corpus, candidates, (self.mode,), k)[self.mode]
         run.name = name or run.name
+        report_ties(run, k, corpus, self._tie_cause(self.mode))
         return run
 
     def score_pairs(self, query_texts: Sequence[str], doc_texts: Sequence[str]) -> np.ndarray:
@@ -290,9 +400,13 @@ class Scorer:
         scores = self._score_candidates(queries, corpus, candidates, modes)
         return {mode: {qid: (docids, scores[mode][qid]) for qid, docids in candidates.items()} for mode in modes}
 
+    def _tie_cause(self, mode: str) -> str:
+        """Why this scorer's scores in `mode` may tie, and the remedy (the TieWarning's text)."""
+        return tie_cause(self.dtype, mode)
+
     def _metadata(self, mode: str) -> dict:
         """What produced a run's scores (stored in ``run.metadata``)."""
-        hps = {"none": False, "upcast": True, "head": "head"}.get(mode, mode)
+        hps = HPS_NAMES.get(mode, mode)
         return {"model_dtype": DTYPE_NAMES.get(self.dtype, str(self.dtype)), "hps": hps, "quantize": None}
 
     def _score_candidates(self, queries, corpus, candidates, modes) -> dict[str, dict[str, np.ndarray]]:

@@ -11,7 +11,18 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import InputError
-from ._common import DTYPE_NAMES, Scorer, build_run, check_docs, check_queries, length_sorted_batches, run_name
+from ._common import (
+    DEFAULT_HPS,
+    DTYPE_NAMES,
+    Scorer,
+    build_run,
+    check_docs,
+    check_queries,
+    eval_mode,
+    length_sorted_batches,
+    report_ties,
+    run_name,
+)
 from .quantize import BINARY_SCHEMES, QuantizedIndex, check_ranges, check_scheme, parse_mode, quantized_mode
 
 POOLINGS = ("mean", "cls", "last_token")
@@ -29,16 +40,17 @@ class BiEncoder(Scorer):
     the model's sentence-transformers settings (a loaded SentenceTransformer, or a local folder's
     modules.json, 1_Pooling/config.json, sentence_bert_config.json; normalize when a Normalize module is in
     the pipeline or the similarity is cosine), else 'mean', True and 512. query_prefix / doc_prefix are prepended
-    (e.g. 'query: ' / 'passage: ' for E5). hps=False: pooling, normalisation and dot product in the model
-    dtype; hps=True: the pooled embeddings cast to fp32 before normalisation and dot product; hps='head':
-    the last hidden state cast to fp32 before pooling too. See Scorer for the common arguments.
+    (e.g. 'query: ' / 'passage: ' for E5). hps='head' (default): the last hidden state cast to fp32 before
+    pooling, normalisation and dot product; 'logits' (or True, the paper's HPS): the pooled embeddings cast
+    to fp32 before normalisation and dot product; 'none' (or False): all in the model dtype. See Scorer for
+    the common arguments.
 
     Quantized retrieval (tieaware.hps.quantize): quantize='int8' | 'uint8' | 'binary' | 'ubinary' quantizes
-    the documents (and the queries) from the fp32 embeddings (pooled output cast to fp32, as hps=True) and
+    the documents (and the queries) from the fp32 embeddings (pooled output cast to fp32, as hps='logits') and
     `search` scores in the quantized space: integer dot product of the codes (int8/uint8; per-dimension
     calibration ranges from the corpus embeddings' min/max, or ``ranges`` of shape (2, dim)) or
-    dim - Hamming distance of the sign bits (binary/ubinary). With quantize set, hps means rescoring:
-    False keeps the quantized scores (the ties of real quantized systems); True rescores the top
+    dim - Hamming distance of the sign bits (binary/ubinary). With quantize set, hps means rescoring
+    (default True): False keeps the quantized scores (the ties of real quantized systems); True rescores the top
     ``rescore_k`` (default 4 * k) with the fp32 query against the dequantized / {-1,+1} documents; 'full'
     rescores them against the full-precision document embeddings (kept for it; ``keep_full=True`` keeps
     them in ``index()`` for any mode). ``run.metadata`` says which scheme produced the scores.
@@ -48,10 +60,12 @@ class BiEncoder(Scorer):
 
     def __init__(self, model, tokenizer=None, *, pooling: str | None = None, normalize: bool | None = None,
                  query_prefix: str = "", doc_prefix: str = "", quantize: str | None = None, ranges=None,
-                 rescore_k: int | None = None, keep_full: bool = False, hps=True, **kwargs):
+                 rescore_k: int | None = None, keep_full: bool = False, hps=None, **kwargs):
         if pooling is not None and pooling not in POOLINGS:
             raise InputError(f"unknown pooling {pooling!r}: use one of {POOLINGS}")
         scheme = None if quantize is None else check_scheme(quantize)
+        if hps is None:  # the default: the last layer (pooling) in fp32; rescoring for quantized retrieval
+            hps = DEFAULT_HPS if scheme is None else True
         mode = quantized_mode(scheme, hps) if scheme is not None else None
         if scheme is None and isinstance(hps, str) and hps == "full":
             raise InputError("hps='full' rescores quantized retrieval with the full-precision embeddings: "
@@ -101,10 +115,19 @@ class BiEncoder(Scorer):
         """Exact top-k over the whole corpus, keeping every doc tied with the k-th. The score matrix is
         built for at most `chunk_scores` (queries x docs) entries at a time, so large corpora fit memory.
         corpus: {docid: text}, or with quantize set the QuantizedIndex from `index()`. rescore_k overrides
-        the constructor's (quantized rescoring only)."""
+        the constructor's (quantized rescoring only). The tie census of the top k goes to
+        ``run.metadata['tie_census']``, with a TieWarning as for `rerank`."""
         run = self.search_modes(queries, corpus, k, (self.mode,), chunk_scores, rescore_k)[self.mode]
         run.name = name or run.name
+        report_ties(run, k, None if isinstance(corpus, QuantizedIndex) else corpus, self._tie_cause(self.mode))
         return run
+
+    def _tie_cause(self, mode: str) -> str:
+        parsed = parse_mode(mode)
+        if parsed is not None and parsed[1] is None:
+            return ("quantized scores (integer dot products of codes, Hamming similarities) tie by design: "
+                    "hps=True rescores the top rescore_k with the fp32 query")
+        return super()._tie_cause(mode if parsed is None else "head")
 
     def _rescore_depth(self, k: int, rescore_k: int | None) -> int:
         depth = rescore_k if rescore_k is not None else self.rescore_k if self.rescore_k is not None else 4 * k
@@ -252,7 +275,7 @@ class BiEncoder(Scorer):
         """{mode: embeddings} from one forward pass per batch, rows in input order."""
         parts = {mode: [] for mode in modes}
         order = []
-        with self._progress(len(texts), "text", desc) as bar:
+        with self._progress(len(texts), "text", desc) as bar, eval_mode(self.model):
             for batch in length_sorted_batches([len(t) for t in texts], self.batch_size):
                 inputs = self.tokenizer([prefix + texts[i] for i in batch], padding=True, truncation=True,
                                         max_length=self.max_length, return_tensors="pt").to(self.device)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import InputError
-from ._common import Scorer, length_sorted_batches
+from ._common import Scorer, eval_mode, length_sorted_batches
 
 ACTIVATIONS = ("sigmoid", "identity")
 
@@ -18,8 +18,10 @@ class CrossEncoder(Scorer):
 
     score = activation(z) for one logit: sigmoid(z) (activation='sigmoid', the default) or z itself
     ('identity'); softmax(z)[positive_index] for two or more (default index 1 with two labels; three or
-    more need positive_index). hps=True upcasts z before the activation; hps='head' applies the final
-    classifier Linear in fp32 to its (model-dtype) input. activation defaults to the model's own: a loaded
+    more need positive_index). hps='head' (default) applies the final classifier Linear in fp32 to its
+    (model-dtype) input, so z itself is not rounded to the model dtype; hps='logits' (or True, the paper's
+    HPS) upcasts the model-dtype z before the activation; hps='none' runs it in the model dtype.
+    activation defaults to the model's own: a loaded
     sentence-transformers CrossEncoder's activation_fn (Sigmoid, Identity, or any other callable, applied
     as is), or the activation_fn a local folder's config_sentence_transformers.json / config.json names;
     so scores equal CrossEncoder.predict (with two or more labels: predict(apply_softmax=True)[:, index]).
@@ -69,7 +71,7 @@ class CrossEncoder(Scorer):
         scores = {mode: np.empty(len(query_texts)) for mode in modes}
         head = classifier_head(self.model, self.model.config.num_labels) if "head" in modes else None
         lengths = [len(q) + len(d) for q, d in zip(query_texts, doc_texts)]
-        with self._progress(len(query_texts), "pair") as bar:
+        with self._progress(len(query_texts), "pair") as bar, eval_mode(self.model):
             for batch in length_sorted_batches(lengths, self.batch_size):
                 inputs = self.tokenizer([query_texts[i] for i in batch], [doc_texts[i] for i in batch],
                                         padding=True, truncation=True, max_length=self.max_length,
@@ -92,8 +94,8 @@ def classifier_head(model: torch.nn.Module, num_labels: int) -> torch.nn.Linear:
     """The final classifier Linear: the last Linear module with num_labels outputs."""
     heads = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and m.out_features == num_labels]
     if not heads:
-        raise InputError(f"hps='head' needs the classifier Linear ({num_labels} outputs); "
-                         f"none found in {type(model).__name__}")
+        raise InputError(f"hps='head' needs the classifier Linear ({num_labels} outputs); none found in "
+                         f"{type(model).__name__}: pass hps='logits' (fp32 after the logits)")
     return heads[-1]
 
 

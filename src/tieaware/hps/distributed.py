@@ -10,7 +10,7 @@ exactly once before it assembles the run, cut at k without splitting a tie group
 
     import ray; ray.init()                      # a laptop; ray.init(address="auto") on a cluster
     run = rerank_on_ray("cross-encoder", "path/to/model", queries, corpus, "bm25.trec",
-                        dtype="bf16", hps=True, concurrency=4, num_gpus=1, trec_out="run.trec")
+                        dtype="bf16", concurrency=4, num_gpus=1, trec_out="run.trec")
 
 Needs the ``ray`` extra: pip install 'tieaware[hps,ray]'.
 """
@@ -21,35 +21,41 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from ..display import progress
 from ..errors import InputError, InputTypeError
 from ._common import (
+    DEFAULT_HPS,
     DTYPE_NAMES,
+    HPS_NAMES,
     build_run,
     checked_candidates,
     length_sorted_batches,
     mode_suffix,
     parse_dtype,
     parse_hps,
+    report_ties,
+    tie_cause,
 )
 
 #: scorers whose scores are pairwise (query, document), by the names the CLI uses
-PAIRWISE_SCORERS = ("cross-encoder", "yes-no")
+PAIRWISE_SCORERS = ("cross-encoder", "yes-no", "grade")
 
 
 def _scorer_class(scorer):
     from .cross_encoder import CrossEncoder
+    from .grade import GradeReranker
     from .yes_no import YesNoReranker
 
-    classes = {"cross-encoder": CrossEncoder, "yes-no": YesNoReranker}
+    classes = {"cross-encoder": CrossEncoder, "yes-no": YesNoReranker, "grade": GradeReranker}
     if isinstance(scorer, str):
         if scorer not in classes:
             raise InputError(f"scorer {scorer!r}: Ray reranking takes one of {PAIRWISE_SCORERS} "
                              "(a bi-encoder scores texts, not pairs)")
         return classes[scorer]
-    if not (isinstance(scorer, type) and issubclass(scorer, (CrossEncoder, YesNoReranker))):
-        raise InputTypeError(f"scorer must be one of {PAIRWISE_SCORERS}, CrossEncoder or YesNoReranker "
+    if not (isinstance(scorer, type) and issubclass(scorer, (CrossEncoder, YesNoReranker, GradeReranker))):
+        raise InputTypeError(f"scorer must be one of {PAIRWISE_SCORERS}, CrossEncoder, YesNoReranker or GradeReranker "
                              f"(or a subclass), not {scorer!r}")
     return scorer
 
@@ -72,7 +78,7 @@ def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str
     """Rerank each query's candidates on a Ray actor pool; returns the ranx Run `rerank` would.
 
     Args:
-        scorer: "cross-encoder" or "yes-no" (or `CrossEncoder` / `YesNoReranker`).
+        scorer: "cross-encoder", "yes-no" or "grade" (or `CrossEncoder` / `YesNoReranker` / `GradeReranker`).
         model: a local model directory (or a hub name the workers can reach), loaded once per actor.
         queries, corpus: ``{id: text}``.
         candidates: ranx Run, ``{qid: {docid: score}}``, ``{qid: [docid, ...]}`` or a TREC run path.
@@ -98,7 +104,7 @@ def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str
     if concurrency < 1:
         raise InputError(f"concurrency must be >= 1, got {concurrency}")
     batch_size = options.get("batch_size", 32)
-    mode = parse_hps(options.get("hps", True))
+    mode = parse_hps(options.get("hps", DEFAULT_HPS))
     dtype = parse_dtype(options.get("dtype"))
     candidates = checked_candidates(queries, corpus, candidates)
     qids = [qid for qid, docids in candidates.items() for _ in docids]
@@ -133,9 +139,10 @@ def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str
 
     bounds = np.cumsum([0] + [len(docs) for docs in candidates.values()])
     scored = {qid: (docs, flat[bounds[i]:bounds[i + 1]]) for i, (qid, docs) in enumerate(candidates.items())}
-    hps = {"none": False, "upcast": True, "head": "head"}[mode]
+    hps = HPS_NAMES[mode]
     run_tag = name or f"{Path(str(model)).name.replace(' ', '_')}_{DTYPE_NAMES.get(dtype, 'fp32')}{mode_suffix(mode)}"
     run = build_run(scored, run_tag, k, {"hps": hps, "ray_actors": concurrency})
+    report_ties(run, k, corpus, tie_cause(dtype or torch.float32, mode))
     if trec_out is not None:
         from ..inputs import write_trec_run
 

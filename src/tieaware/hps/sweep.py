@@ -6,8 +6,6 @@ quantized retrieval (int8 / uint8 codes, binary Hamming) with and without fp32 r
 """
 from __future__ import annotations
 
-import copy
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -107,7 +105,7 @@ def parse_regime(regime: str) -> tuple[torch.dtype, str]:
             raise InputError(f"unknown regime {regime!r}: a quantized regime is '<scheme>', '<scheme>+rescore' or "
                              f"'<scheme>+rescore_full', optionally after a dtype ('bf16+binary')") from None
         return dtype, rest.lower()
-    modes = {value: mode for mode, value in MODE_SUFFIX.items()}
+    modes = {value: mode for mode, value in MODE_SUFFIX.items()} | {"+logits": "upcast", "+head": "head"}
     if (plus + suffix) not in modes:
         raise InputError(f"unknown regime {regime!r}: use e.g. 'fp32', 'bf16', 'bf16+hps', 'bf16+hps_head', "
                          f"'int8', 'binary+rescore'")
@@ -146,7 +144,8 @@ def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, 
     """Run `scorer_class` (BiEncoder, CrossEncoder or YesNoReranker) with `model` in each regime and
     evaluate tie-aware. Without candidates a BiEncoder searches the corpus (top-k with ties); with
     candidates the scorer reranks them (cut at k with ties; k=None keeps all). Regimes sharing a dtype
-    share one forward pass. A loaded model is deep-copied per dtype, a path is loaded per dtype.
+    share one forward pass. A path is loaded per dtype; a loaded model is scored as the scorers score it
+    (a converted copy per dtype that differs from its own; the model itself is never changed).
 
     Regimes: 'fp32', 'bf16', 'bf16+hps', 'bf16+hps_head' (fp16 likewise); for a BiEncoder also quantized
     retrieval, e.g. QUANTIZED_REGIMES = ('int8', 'int8+rescore', 'binary', 'binary+rescore'), which share
@@ -191,8 +190,7 @@ def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, 
     runs, seconds, timing = {}, {}, {}
     n_queries = len(queries) if candidates is None else None
     for dtype, modes in modes_by_dtype.items():
-        model_copy = model if isinstance(model, (str, os.PathLike)) else copy.deepcopy(model)
-        scorer = scorer_class(model_copy, tokenizer, dtype=dtype, device=device,
+        scorer = scorer_class(model, tokenizer, dtype=dtype, device=device,
                               show_progress=show_progress, **scorer_kwargs)
         start = time.perf_counter()
         if candidates is None:
@@ -215,7 +213,7 @@ def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, 
                 else:
                     n = max(1, len(run.to_dict()))
                     timing[regime] = dict(encode_s=elapsed, search_ms=np.nan, ms_per_query=1e3 * elapsed / n)
-        del scorer, model_copy
+        del scorer
 
     def evaluate(run):
         return tieaware.evaluate(qrels, run, metrics, oblivious=oblivious, make_comparable=make_comparable)

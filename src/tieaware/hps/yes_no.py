@@ -5,7 +5,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from ._common import Scorer, length_sorted_batches
+from ._common import Scorer, eval_mode, length_sorted_batches
 
 # Qwen3-Reranker's prompt (Zhang et al. 2025, model card); {instruction}, {query}, {document} are filled in.
 QWEN3_RERANKER_TEMPLATE = (
@@ -17,48 +17,36 @@ QWEN3_RERANKER_TEMPLATE = (
 DEFAULT_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
 
 
-class YesNoReranker(Scorer):
-    """Score = P(yes) = softmax([z_no, z_yes])[1], z = the LM-head logits of the two tokens at the last
-    prompt position (computed as exp(log_softmax), as the Qwen3-Reranker reference code does).
-
-    The prompt is `template` with {query}, {document} and optionally {instruction}; only the document is
-    truncated so the prompt fits max_length. Batches are left-padded (position ids follow the mask), so the
-    last position is the answer slot of every row. hps=True upcasts the two logits before the softmax;
-    hps='head' computes them in fp32 from the last hidden state with the two LM-head rows (assumes
-    logits = lm_head(last hidden state), true of the Llama/Qwen/Mistral families).
-    See Scorer for the common arguments.
-    """
+class PromptReranker(Scorer):
+    """A causal LM scored at the answer slot of a prompt: `template` filled with {query}, {document} and
+    optionally {instruction} (and the subclass' own fields); only the document is truncated so the prompt
+    fits max_length; batches are left-padded (position ids follow the mask), so the last position is the
+    answer slot of every row. Subclasses read the LM-head rows of their answer tokens there."""
 
     auto_class_name = "AutoModelForCausalLM"
 
-    def __init__(self, model, tokenizer=None, *, template: str = QWEN3_RERANKER_TEMPLATE,
-                 instruction: str = DEFAULT_INSTRUCTION, yes_token: str = "yes", no_token: str = "no",
-                 **kwargs):
+    def __init__(self, model, tokenizer=None, *, template: str, instruction: str = DEFAULT_INSTRUCTION, **kwargs):
         if template.count("{document}") != 1 or "{query}" not in template:
             raise InputError("template needs {query} and exactly one {document}")
         super().__init__(model, tokenizer, **kwargs)
         before, after = template.split("{document}")
         self._before, self._after, self.instruction = before, after, instruction
-        yes_id, no_id = self._token_id(yes_token), self._token_id(no_token)
-        self.token_ids = [no_id, yes_id]  # softmax order [no, yes]
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:
             self.pad_id = self.tokenizer.eos_token_id
         if self.pad_id is None:
             raise InputError("the tokenizer has neither a pad nor an eos token to pad with")
 
-    def _token_id(self, token: str) -> int:
-        token_id = self.tokenizer.convert_tokens_to_ids(token)
-        if token_id is None or (token_id == self.tokenizer.unk_token_id and token != self.tokenizer.unk_token):
-            raise InputError(f"the tokenizer has no token {token!r}; pass yes_token=/no_token= as it spells them")
-        return token_id
+    def _template_fields(self) -> dict:
+        """Fields besides {query} and {instruction} that the template may hold."""
+        return {}
 
     def _prompts(self, query_texts, doc_texts) -> list[list[int]]:
         """Token ids of before(query) + document + after(query), the document cut to fit max_length."""
         def encode(texts):
             return self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
 
-        fill = [dict(query=q, instruction=self.instruction) for q in query_texts]
+        fill = [dict(self._template_fields(), query=q, instruction=self.instruction) for q in query_texts]
         befores = encode(self._before.format(**f) for f in fill)
         afters = encode(self._after.format(**f) for f in fill)
         prompts = []
@@ -81,6 +69,50 @@ class YesNoReranker(Scorer):
         return {name: t.to(self.device) for name, t in
                 dict(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids).items()}
 
+    def _answer_logits(self, token_ids, modes, query_texts, doc_texts):
+        """Yield (batch indices, {mode: logits of `token_ids` at the answer slot}): 'none' and 'upcast' get
+        the model-dtype logits, 'head' the LM-head rows applied in fp32 to the model-dtype hidden state."""
+        lm_head = self.model.get_output_embeddings()
+        rows_fp32 = lm_head.weight[token_ids].float()
+        bias_fp32 = None if lm_head.bias is None else lm_head.bias[token_ids].float()
+        lengths = [len(q) + len(d) for q, d in zip(query_texts, doc_texts)]
+        with self._progress(len(query_texts), "pair") as bar, eval_mode(self.model):
+            for batch in length_sorted_batches(lengths, self.batch_size):
+                prompts = self._prompts([query_texts[i] for i in batch], [doc_texts[i] for i in batch])
+                hidden = self.model.base_model(**self._left_padded(prompts)).last_hidden_state[:, -1]
+                logits = {}
+                if {"none", "upcast"} & set(modes):
+                    logits["none"] = logits["upcast"] = lm_head(hidden)[:, token_ids]
+                if "head" in modes:
+                    logits["head"] = torch.nn.functional.linear(hidden.float(), rows_fp32, bias_fp32)
+                yield batch, logits
+                bar.update(len(batch))
+
+
+class YesNoReranker(PromptReranker):
+    """Score = P(yes) = softmax([z_no, z_yes])[1], z = the LM-head logits of the two tokens at the last
+    prompt position (computed as exp(log_softmax), as the Qwen3-Reranker reference code does).
+
+    The prompt is `template` with {query}, {document} and optionally {instruction} (see PromptReranker).
+    hps='head' (default) computes the two logits in fp32 from the model-dtype last hidden state with the
+    two LM-head rows in fp32 (assumes logits = lm_head(last hidden state), true of the Llama/Qwen/Mistral
+    families); hps='logits' (or True, the paper's HPS) upcasts the two model-dtype logits before the
+    softmax; hps='none' runs it all in the model dtype. See Scorer for the common arguments.
+    """
+
+    def __init__(self, model, tokenizer=None, *, template: str = QWEN3_RERANKER_TEMPLATE,
+                 instruction: str = DEFAULT_INSTRUCTION, yes_token: str = "yes", no_token: str = "no",
+                 **kwargs):
+        super().__init__(model, tokenizer, template=template, instruction=instruction, **kwargs)
+        yes_id, no_id = self._token_id(yes_token), self._token_id(no_token)
+        self.token_ids = [no_id, yes_id]  # softmax order [no, yes]
+
+    def _token_id(self, token: str) -> int:
+        token_id = self.tokenizer.convert_tokens_to_ids(token)
+        if token_id is None or (token_id == self.tokenizer.unk_token_id and token != self.tokenizer.unk_token):
+            raise InputError(f"the tokenizer has no token {token!r}; pass yes_token=/no_token= as it spells them")
+        return token_id
+
     @staticmethod
     def _p_yes(no_yes_logits: torch.Tensor) -> torch.Tensor:
         """exp(log_softmax([z_no, z_yes]))[1], in the dtype of the logits."""
@@ -89,22 +121,8 @@ class YesNoReranker(Scorer):
     @torch.inference_mode()
     def _score_pairs(self, query_texts, doc_texts, modes) -> dict[str, np.ndarray]:
         scores = {mode: np.empty(len(query_texts)) for mode in modes}
-        lm_head = self.model.get_output_embeddings()
-        rows_fp32 = lm_head.weight[self.token_ids].float()
-        bias_fp32 = None if lm_head.bias is None else lm_head.bias[self.token_ids].float()
-        lengths = [len(q) + len(d) for q, d in zip(query_texts, doc_texts)]
-        with self._progress(len(query_texts), "pair") as bar:
-            for batch in length_sorted_batches(lengths, self.batch_size):
-                prompts = self._prompts([query_texts[i] for i in batch], [doc_texts[i] for i in batch])
-                hidden = self.model.base_model(**self._left_padded(prompts)).last_hidden_state[:, -1]
-                if {"none", "upcast"} & set(modes):
-                    logits = lm_head(hidden)[:, self.token_ids]
-                    if "none" in modes:
-                        scores["none"][batch] = self._p_yes(logits).double().cpu().numpy()
-                    if "upcast" in modes:
-                        scores["upcast"][batch] = self._p_yes(logits.float()).double().cpu().numpy()
-                if "head" in modes:
-                    logits = torch.nn.functional.linear(hidden.float(), rows_fp32, bias_fp32)
-                    scores["head"][batch] = self._p_yes(logits).double().cpu().numpy()
-                bar.update(len(batch))
+        for batch, logits in self._answer_logits(self.token_ids, modes, query_texts, doc_texts):
+            for mode in modes:
+                z = logits[mode].float() if mode == "upcast" else logits[mode]
+                scores[mode][batch] = self._p_yes(z).double().cpu().numpy()
         return scores
