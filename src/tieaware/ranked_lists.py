@@ -216,7 +216,7 @@ def _string_id_codes(kind: str, query_ids: list, per_query: list, n: int, separa
     try:
         return _id_codes(per_query, n, separated)
     except TypeError:
-        return _id_codes([string_keys(docs, kind, q) for q, docs in zip(query_ids, per_query)], n, separated)
+        return _id_codes([string_keys(docs, f"{kind} dict", q) for q, docs in zip(query_ids, per_query)], n, separated)
 
 
 def _value_problem(value) -> str | None:
