@@ -56,6 +56,7 @@ class TieCheck:
         """
         __tracebackhide__ = True
         from tieaware import evaluate
+        from tieaware.metrics import metric_keys
         from tieaware.testing import TieInstabilityError
 
         if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) \
@@ -64,11 +65,11 @@ class TieCheck:
 
             raise InputError(f"tolerance must be a number >= 0, got {tolerance!r}")
         settings = resolve({"metrics": metrics, "oblivious": oblivious}, self._node, self._defaults)
-        names = self._metric_names(settings)
+        names, single = metric_keys(self._metric_names(settings))
         order = settings.get("oblivious", "trec_eval")
         path = baseline_path(self._node, name)
         shown_path = os.path.relpath(path, self._node.config.rootpath)
-        results = evaluate(qrels, run, [names] if isinstance(names, str) else names, oblivious=order,
+        results = evaluate(qrels, run, names, oblivious=order,
                            relevance_level=relevance_level, make_comparable=make_comparable)
         text = baseline_text(results, order, _dtype_label(dtype))
 
@@ -97,7 +98,7 @@ class TieCheck:
         if any(violations.values()):
             raise TieInstabilityError(_baseline_message(path, tolerance, results, stored, violations),
                                       results, violations)
-        return results[names] if isinstance(names, str) else results
+        return results[names[0]] if single else results
 
     def _metric_names(self, settings: dict):
         names = settings.get("metrics")

@@ -11,7 +11,7 @@ import numpy as np
 from .errors import InputError, QueryValueError
 from .inputs import QrelsLike, RunLike, is_ranx_run
 from .kernels.families import Judged, Params, family_stats
-from .metrics import MetricsLike, MetricSpec, parse_metrics
+from .metrics import MetricsLike, MetricSpec, metric_keys, parse_metrics
 from .ranked_lists import OBLIVIOUS_ORDERS, RankedLists, ir_measures_order, ranked_lists
 from .report import EvaluationReport, MetricResult
 from .threads import limited
@@ -104,7 +104,8 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         (0.75, 0.5, 1.0)
     """
     _check_arguments(oblivious, relevance_level, threads)
-    specs = parse_metrics(metrics, relevance_level)
+    keys, single = metric_keys(metrics)
+    specs = parse_metrics(keys, relevance_level)
     with limited(threads):
         if stream:
             from .streaming import evaluate_stream
@@ -134,7 +135,6 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
                for name, r in results.items()}
     else:
         out = EvaluationReport(results)
-    single = len(specs) == 1 and (isinstance(metrics, str) or type(metrics).__module__.startswith("ir_measures"))
     return next(iter(out.values())) if single else out
 
 

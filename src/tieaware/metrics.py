@@ -431,6 +431,16 @@ def expand_names(metrics) -> list[str]:
     return out
 
 
+def metric_keys(metrics) -> tuple[list[str], bool]:
+    """(keys, single): the one reading of what a user passes as ``metrics`` to any entry point
+    (`tieaware.evaluate`, `tieaware.compare`, `tieaware.testing`, the pytest plugin). ``keys`` are the
+    names `expand_names` gives, which key the results; pass them on instead of ``metrics`` so a group
+    warns once. ``single``: one name or measure object naming one metric, for which `evaluate`
+    returns one `MetricResult` rather than a report."""
+    keys = expand_names(metrics)
+    return keys, len(keys) == 1 and (isinstance(metrics, str) or _is_ir_measure(metrics))
+
+
 def _is_ir_measure(obj) -> bool:
     return type(obj).__module__.startswith("ir_measures") and hasattr(obj, "NAME")
 
