@@ -10,12 +10,12 @@ or to name a document in an error. For ranx objects the result is cached on the
 calls converts once.
 
 ranx ``Run``/``Qrels`` are read by jitted loops over their numba typed dicts
-(`ranx_reader`); Python dicts by C-level operations (the values by
+(`ranx_reader`, holding the GIL; a Run or Qrels another thread changes between two of those
+kernels is read again from a copy taken in one, `ranx_reader.frozen`); Python dicts by C-level operations (the values by
 ``struct.pack_into``, the ids joined and encoded as UTF-32 code points) in chunks of
 about `CHUNK_DOCS` documents, with the same queries' judgments from a qrels dict, so
 memory grows with the chunk, not the run. No Python loop touches every document. The group kernels
-release the GIL: a ranx Run (and a ranx Qrels beside it) is read in ranges of queries on threads, and a dict's
-chunk is grouped on a worker thread while the next chunk is read (`tieaware.threads`);
+release the GIL: a dict's chunk is grouped on a worker thread while the next chunk is read (`tieaware.threads`);
 results do not depend on the number of threads.
 """
 from __future__ import annotations
@@ -391,6 +391,11 @@ def _chunk_arrays(query_ids: list, runs: list, offsets: np.ndarray, first: int, 
     return _float_values("Run score", query_ids[first:last], runs[first:last], n_chunk, finite=False), codes, lo, hi
 
 
+def _read_ranx_run(qrels, run, make_comparable: bool) -> RankedLists:
+    run_ids, *run_keys = ranx_reader.queries(run.run)  # read in numba, once
+    return _from_ranx_run(qrels, run, _query_ids(qrels, run_ids, make_comparable), make_comparable, run_keys)
+
+
 def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys: tuple) -> RankedLists:
     """`run_keys`: the Run's own keys as a typed list and its CSR offsets (`ranx_reader.queries`),
     which are `query_ids` unless ``make_comparable``. A ranx Qrels is read query by query in the
@@ -414,6 +419,8 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys:
     parts = threads.map_kernel(ranx_reader.read_run, [
         (run.run, judgments, typed_ids, lo, hi, offsets, qrel_offsets, grades, groups.work(), groups.out,
          groups.n_members, groups.n_groups, groups.first_nan, groups.room[lo], SEED) for lo, hi in ranges])
+    if any(was_changed for *_, was_changed in parts):
+        raise ranx_reader.ChangedWhileReadError()
     if is_ranx_qrels(qrels):
         _check_ranx_grades(qrels, query_ids, grades)
         grades = grades[argsort_segments(-grades, qrel_offsets)]
@@ -472,8 +479,11 @@ def ranked_lists(qrels, run, make_comparable: bool = False) -> RankedLists:
                 and hit[2] == ranx_reader.fingerprint(run.run, SEED):
             return hit[3]
     if is_ranx_run(run):
-        run_ids, *run_keys = ranx_reader.queries(run.run)  # read in numba, once
-        lists = _from_ranx_run(qrels, run, _query_ids(qrels, run_ids, make_comparable), make_comparable, run_keys)
+        try:
+            lists = _read_ranx_run(qrels, run, make_comparable)
+        except ranx_reader.ChangedWhileReadError:  # another thread changed them between two kernels: read
+            lists = _read_ranx_run(ranx_reader.frozen(qrels) if cacheable else qrels,  # a copy taken at once
+                                   ranx_reader.frozen(run), make_comparable)
     else:
         lists = _from_dicts(qrels, run, _query_ids(qrels, list(run.keys()), make_comparable))
     if cacheable:
