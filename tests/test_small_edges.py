@@ -1,0 +1,44 @@
+"""Small edges, each a clear error or a correct value: cutoffs past int64, non-finite gains in
+``nDCG(gains=...)``, bool values, and which tie order ``oblivious="ranx"`` means for a file."""
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tieaware
+from tieaware.errors import UnknownMetricError
+from tieaware.metrics import MAX_CUTOFF, parse_metric
+
+#: one family with a cutoff in each syntax
+CUTOFF_SYNTAXES = ["ndcg@{k}", "ndcg_cut.{k}", "ndcg_cut_{k}", "nDCG@{k}", "P@{k}", "P.{k}", "P_{k}",
+                   "recall@{k}", "map@{k}", "RR@{k}", "ERR@{k}", "Judged@{k}", "nDCG(gains={{0:0,1:2}})@{k}",
+                   "ndcg@{k}-l2", "P(rel=2)@{k}"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(CUTOFF_SYNTAXES), st.integers(MAX_CUTOFF + 1, 10 ** 40))
+def test_a_cutoff_past_2_to_the_53_is_a_clear_error(syntax, k):
+    name = syntax.format(k=k)
+    with pytest.raises(UnknownMetricError, match=rf"cutoff k must be at most 2\^53 \({MAX_CUTOFF}\), got {k}"):
+        parse_metric(name)
+    with pytest.raises(UnknownMetricError):
+        tieaware.evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, name)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(CUTOFF_SYNTAXES), st.one_of(st.integers(1, 10 ** 6), st.integers(MAX_CUTOFF - 10, MAX_CUTOFF)))
+def test_cutoffs_up_to_2_to_the_53_are_read_as_they_are(syntax, k):
+    assert parse_metric(syntax.format(k=k)).k == k
+
+
+def test_the_largest_cutoff_gives_the_exact_value():
+    """P@k divides by k: at k = 2^53 the value is that of a cutoff no run reaches, 1/k."""
+    assert float(tieaware.evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, f"P@{MAX_CUTOFF}")) == 1 / MAX_CUTOFF
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "NaN", "1e400"])
+@pytest.mark.parametrize("where", ["gain", "grade"])
+def test_a_non_finite_gain_or_grade_in_a_gain_map_is_refused(bad, where):
+    entry = f"1:{bad}" if where == "gain" else f"{bad}:1"
+    name = f"nDCG(gains={{0:0,{entry},2:3}})@10"
+    with pytest.raises(UnknownMetricError, match=f"gains entry '{entry}' is not integer_grade:gain with a finite gain"):
+        tieaware.evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, name)
