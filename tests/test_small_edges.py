@@ -42,3 +42,57 @@ def test_a_non_finite_gain_or_grade_in_a_gain_map_is_refused(bad, where):
     name = f"nDCG(gains={{0:0,{entry},2:3}})@10"
     with pytest.raises(UnknownMetricError, match=f"gains entry '{entry}' is not integer_grade:gain with a finite gain"):
         tieaware.evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, name)
+
+
+# ---------------------------------------------------------------- one value rule
+def _containers(table: dict, kind: str, tmp_path):
+    """The table in each container, its values kept as they are (bools stay bools)."""
+    import json
+
+    import ir_measures
+    import pandas as pd
+
+    rows = [(q, d, v) for q, docs in table.items() for d, v in docs.items()]
+    value = "score" if kind == "run" else "relevance"
+    make = ir_measures.ScoredDoc if kind == "run" else ir_measures.Qrel
+    yield "dict", table
+    yield "records", [make(q, d, v) for q, d, v in rows]
+    for dtype in ("bool", "boolean", "object"):
+        q, d, v = zip(*rows)
+        yield f"DataFrame {dtype}", pd.DataFrame({"query_id": q, "doc_id": d, value: pd.Series(v, dtype=dtype)})
+    path = tmp_path / f"{kind}.json"
+    path.write_text(json.dumps(table))
+    yield "JSON file", path
+
+
+BOOL_TABLES = st.dictionaries(st.sampled_from(["q1", "q2", "q3"]),
+                              st.dictionaries(st.sampled_from("abcdefgh"), st.booleans(), min_size=1),
+                              min_size=1)
+
+
+@settings(max_examples=15, deadline=None)
+@given(BOOL_TABLES, st.data())
+def test_bools_are_0_and_1_in_every_container(tmp_path_factory, run, data):
+    """Scores and grades given as bools read as the numbers 0 and 1 wherever they come from."""
+    tmp_path = tmp_path_factory.mktemp("bools")
+    qrels = {q: {d: data.draw(st.booleans()) for d in docs} | {"z": True} for q, docs in run.items()}
+    as_numbers = tieaware.evaluate({q: {d: int(g) for d, g in docs.items()} for q, docs in qrels.items()},
+                                   {q: {d: float(s) for d, s in docs.items()} for q, docs in run.items()},
+                                   ["ndcg@3", "map", "P@2"], oblivious="input")
+    for name, container in _containers(run, "run", tmp_path):
+        got = tieaware.evaluate(qrels, container, ["ndcg@3", "map", "P@2"], oblivious="input")
+        for metric in as_numbers:
+            assert got[metric].per_query.equals(as_numbers[metric].per_query), (name, metric)
+    for name, container in _containers(qrels, "qrels", tmp_path):
+        got = tieaware.evaluate(container, run, ["ndcg@3", "map", "P@2"], oblivious="input")
+        for metric in as_numbers:
+            assert got[metric].per_query.equals(as_numbers[metric].per_query), (name, metric)
+
+
+def test_a_missing_bool_is_not_a_number():
+    import pandas as pd
+
+    frame = pd.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "score": pd.Series([True, None],
+                                                                                            dtype="boolean")})
+    with pytest.raises(tieaware.TieawareError, match="query 'q', document 'b' is not a number: <NA>"):
+        tieaware.evaluate({"q": {"a": 1}}, frame, "ndcg")

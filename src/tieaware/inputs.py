@@ -25,7 +25,8 @@ Ids are strings, as trec_eval reads them; one rule for every container
 run keyed by ``1`` matches qrels keyed by ``"1"``); float (even ``1.0``), bool
 and missing ids are errors naming the container, query and document, so the
 same data gives the same number whatever container it came in. (ranx objects
-hold string ids only.)
+hold string ids only.) Values follow one rule too: scores and grades are numbers,
+bools being 0 and 1 as Python and numpy read them; None and NaN are errors.
 
 ranx is imported only when a ranx object is passed (it is recognised through
 ``sys.modules``, so reading a dict never imports ranx).
@@ -431,7 +432,7 @@ def _checked_numbers(table: dict, kind: str, what: str) -> dict:
     """``table`` itself when every value is a JSON number, else an error naming the first that is not."""
     for qid, docs in table.items():
         for docid, value in docs.items():
-            if type(value) not in (int, float):
+            if type(value) not in (int, float, bool):  # JSON's numbers; true and false are 1 and 0
                 raise InputError(f"{what}: query {qid!r}, document {docid!r} maps to {value!r} "
                                  f"({type(value).__name__}); {_EXPECTED[kind]}.")
     return table

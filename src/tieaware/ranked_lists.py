@@ -220,10 +220,12 @@ def _string_id_codes(kind: str, query_ids: list, per_query: list, n: int, separa
 
 
 def _value_problem(value) -> str | None:
-    """Why a score or grade cannot be used, or None."""
+    """Why a score or grade cannot be used, or None: the value rule of every container. Numbers are
+    ints, floats and what has ``__float__`` (numpy's); bools are the numbers 0 and 1, as Python, numpy
+    and ``struct`` read them; None, NaN and anything else are not."""
     if value is None:
         return "is None, not a number"
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+    if not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
         return f"is not a number: {value!r}"
     try:
         number = float(value)
