@@ -1,5 +1,7 @@
 """Small edges, each a clear error or a correct value: cutoffs past int64, non-finite gains in
 ``nDCG(gains=...)``, bool values, and which tie order ``oblivious="ranx"`` means for a file."""
+import warnings
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -96,3 +98,51 @@ def test_a_missing_bool_is_not_a_number():
                                                                                             dtype="boolean")})
     with pytest.raises(tieaware.TieawareError, match="query 'q', document 'b' is not a number: <NA>"):
         tieaware.evaluate({"q": {"a": 1}}, frame, "ndcg")
+
+
+# ------------------------------------------- oblivious="ranx" for a file or DataFrame
+#: metrics whose values ranx and tieaware compute alike (tests/test_parity.py)
+RANX_METRICS = ["ndcg@5", "ndcg@10", "precision@3", "recall@5", "mrr", "map", "map@5", "hits@3", "r-precision"]
+
+
+def _ranx_values(ranx, qrels: dict, run, metrics) -> dict:
+    """{metric: {query: value}} of ranx.evaluate on a Run ranx built."""
+    ranx_qrels = ranx.Qrels(qrels)
+    values = ranx.evaluate(ranx_qrels, run, metrics, return_mean=False, save_results_in_run=False)
+    return {m: dict(zip(run.keys(), values[m])) for m in metrics}
+
+
+LINES = st.lists(st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.integers(0, 14), st.sampled_from([0.5, 0.25, 1.0]),
+                           st.integers(0, 2)), min_size=3, max_size=60, unique_by=lambda line: line[:2])
+
+
+@settings(max_examples=40, deadline=None)
+@given(LINES)
+def test_oblivious_ranx_for_a_path_or_dataframe_is_ranx_reading_it(tmp_path_factory, lines):
+    """A ranx user reads a run file with Run.from_file (a DataFrame with Run.from_df), which orders
+    ties unlike ranx.evaluate on a dict: that Run's order is what oblivious="ranx" means for them."""
+    ranx = pytest.importorskip("ranx")
+    import pandas as pd
+
+    path = tmp_path_factory.mktemp("ranx") / "run.txt"
+    path.write_text("".join(f"{q} Q0 d{d} 0 {s} tag\n" for q, d, s, _ in lines))
+    qrels = {}
+    for q, d, _, grade in lines:
+        qrels.setdefault(q, {})[f"d{d}"] = grade
+    for q in qrels:
+        qrels[q]["unretrieved"] = 1  # every query has a relevant document
+    theirs = _ranx_values(ranx, qrels, ranx.Run.from_file(str(path), kind="trec"), RANX_METRICS)
+    frame = pd.DataFrame({"q_id": pd.Series([q for q, *_ in lines], dtype=object),  # as Run.from_df wants
+                          "doc_id": pd.Series([f"d{d}" for _, d, *_ in lines], dtype=object),
+                          "score": [s for _, _, s, _ in lines]})
+    from_df = _ranx_values(ranx, qrels, ranx.Run.from_df(frame), RANX_METRICS)
+    for run, want in ((path, theirs), (str(path), theirs), (frame, from_df)):
+        ours = tieaware.evaluate(qrels, run, RANX_METRICS, oblivious="ranx")
+        for metric in RANX_METRICS:
+            got = ours[metric].per_query["oblivious"].to_dict()
+            assert got == pytest.approx(want[metric], abs=1e-12), (type(run).__name__, metric)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a file not grouped by query is partitioned first
+        streamed = tieaware.evaluate(qrels, path, RANX_METRICS, oblivious="ranx", stream=1)
+    for metric in RANX_METRICS:
+        assert streamed[metric].per_query["oblivious"].to_dict() == pytest.approx(theirs[metric], abs=1e-12)

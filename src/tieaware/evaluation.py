@@ -78,7 +78,9 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         make_comparable: score queries in the qrels but not in the run as empty
             (0) and drop run queries without qrels, instead of raising.
         oblivious: whose tie order gives ``.oblivious``: "trec_eval" (pytrec_eval,
-            MTEB: score desc, doc id desc), "ranx" (ranx.evaluate on this same object),
+            MTEB: score desc, doc id desc), "ranx" (ranx.evaluate on this same object; for a
+            file path or a DataFrame, on the Run ranx reads from it, ``Run.from_file`` or
+            ``Run.from_df``, whose ties are ordered unlike a dict's),
             "input" (first given first), or "ir_measures" (its default pipeline: trec_eval's
             order, except doc id ascending for RR@k and Judged@k and input order for RBP;
             see `tieaware.ranked_lists.ir_measures_order`).
@@ -138,10 +140,12 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
     return next(iter(out.values())) if single else out
 
 
-def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str):
+def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str,
+                     from_file: bool | None = None):
     """(query ids, {metric name: per-query table (Q, 5), `metric_stats`' columns}) of one qrels/run
-    pair held in memory. The tables are read-only: they are cached with a ranx Run's conversion."""
-    lists = ranked_lists(qrels, run, make_comparable)
+    pair held in memory (`from_file`: as `ranked_lists`). The tables are read-only: they are cached
+    with a ranx Run's conversion."""
+    lists = ranked_lists(qrels, run, make_comparable, from_file)
     tables = {}
     this_call = {}  # per tie order, the kept `Judged` with flags shared by this call's metrics only
     for spec in specs:

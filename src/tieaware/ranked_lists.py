@@ -21,6 +21,7 @@ results do not depend on the number of threads.
 from __future__ import annotations
 
 import math
+import os
 import struct
 import weakref
 from collections.abc import Callable
@@ -32,7 +33,7 @@ import numpy as np
 
 from . import ranx_reader, threads
 from .errors import InputError, QueryMismatchError
-from .inputs import is_ranx_qrels, is_ranx_run, load_qrels, load_run, string_keys
+from .inputs import _is_dataframe, is_ranx_qrels, is_ranx_run, load_qrels, load_run, string_keys
 from .kernels.groups import SEED, argsort_segments, group_slots, read_chunk, scratch
 from .kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambiguous_groups, ranx_ranks
 
@@ -333,10 +334,10 @@ def _judgments(qrels, query_ids: list) -> tuple:
     return offsets, grades, of_queries
 
 
-def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
+def _from_dicts(qrels, run: dict, query_ids: list, ranx_order: int) -> RankedLists:
     """Chunks of whole queries (about `CHUNK_DOCS` documents) read into arrays by C-level Python calls
     (`_chunk_arrays`, `_judgments`, holding the GIL) while a worker thread runs `read_chunk`
-    (no GIL) on the chunk before."""
+    (no GIL) on the chunk before. `ranx_order`: how ranx orders the run's ties (`ranked_lists`)."""
     qrel_offsets, grades, judgments_of = _judgments(qrels, query_ids)
     empty: dict = {}
     runs = [run.get(q, empty) for q in query_ids]
@@ -383,7 +384,7 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
         return _float_values("Run score", query_ids, runs, int(offsets[-1]), finite=False)
 
     return groups.lists(query_ids, n_ret, qrel_offsets, grades, [(0, len(query_ids))],
-                        ranx_order=RANX_ARGSORT_REVERSED, all_scores=all_scores)
+                        ranx_order=ranx_order, all_scores=all_scores)
 
 
 def _chunk_arrays(query_ids: list, runs: list, offsets: np.ndarray, first: int, last: int, separated: bool) -> tuple:
@@ -460,8 +461,14 @@ def _query_ids(qrels, run_ids: list, make_comparable: bool) -> list:
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def ranked_lists(qrels, run, make_comparable: bool = False) -> RankedLists:
+def ranked_lists(qrels, run, make_comparable: bool = False, from_file: bool | None = None) -> RankedLists:
     """Build the arrays for a qrels/run pair.
+
+    ranx's tie order (``oblivious="ranx"``) is that of ``ranx.evaluate`` on the object given: a
+    dict's ties as ranx sorts a dict (reversed ``argsort(scores)``); a Run's in its own order. For a
+    run from a file or DataFrame (`from_file`; None: a path or DataFrame given as `run`) it is that of
+    the Run ranx reads from it, ``Run.from_file`` / ``Run.from_df`` (``argsort(-scores)`` over each
+    query's lines in file order), which a ranx user evaluates, not a dict.
 
     For a ranx ``Qrels``/``Run`` pair the conversion is cached per ``Run`` (weakly,
     never stored in it) and served again only while both objects hold the same
@@ -469,6 +476,8 @@ def ranked_lists(qrels, run, make_comparable: bool = False) -> RankedLists:
     a fraction of a conversion's cost), since ranx's ``add_score`` and similar
     methods change them in place.
     """
+    if from_file is None:
+        from_file = isinstance(run, (str, os.PathLike)) or _is_dataframe(run)
     qrels = load_qrels(qrels, doc_ids=False)  # the dict readers check doc ids on their way (`string_keys`)
     run = load_run(run, doc_ids=False)
     cacheable = is_ranx_run(run) and is_ranx_qrels(qrels)
@@ -487,7 +496,8 @@ def ranked_lists(qrels, run, make_comparable: bool = False) -> RankedLists:
             lists = _read_ranx_run(ranx_reader.frozen(qrels) if cacheable else qrels,  # a copy taken at once
                                    ranx_reader.frozen(run), make_comparable)
     else:
-        lists = _from_dicts(qrels, run, _query_ids(qrels, list(run.keys()), make_comparable))
+        lists = _from_dicts(qrels, run, _query_ids(qrels, list(run.keys()), make_comparable),
+                            RANX_ARGSORT_NEGATED if from_file else RANX_ARGSORT_REVERSED)
     if cacheable:
         run_hash = lists.run_fingerprint
         per_run.clear()
