@@ -188,3 +188,38 @@ def test_trec_eval_rbp_rescales_grades_by_hand():
         parse_metric("rbp.p=high")
     with pytest.raises(tieaware.errors.UnknownMetricError, match=r"\(0, 1\)"):
         parse_metric("rbp.p=1.5")
+
+
+# ------------------------------------------------- the exact programme's cost is bounded
+def _one_big_group(per_grade: int, size: int = 1000):
+    """One query, every document tied: `per_grade` judged documents of each grade 1..4, the rest 0."""
+    qrels = {"q": {f"d{i}": (i % 4) + 1 if i < 4 * per_grade else 0 for i in range(size)}}
+    return qrels, {"q": {f"d{i}": 1.0 for i in range(size)}}
+
+
+def test_a_group_too_costly_for_the_exact_programme_is_refused_naming_the_query():
+    """ERR@1000 over one 1,000-document group with 40 judged per grade: ~1.4e10 steps (it took ~80 s);
+    refused before any step, naming the query and the ways out."""
+    qrels, run = _one_big_group(40)
+    with pytest.raises(InputError, match=r"ERR@1000: query 'q' has a tie group whose exact ERR needs about "
+                                         r"1\.4e\+10 steps.*MAX_DP_STEPS.*smaller cutoff") as caught:
+        tieaware.evaluate(qrels, run, "ERR@1000")
+    assert isinstance(caught.value, tieaware.TieawareError)
+    assert float(tieaware.evaluate(qrels, run, "ERR@20")) > 0  # the same group, at gdeval's cutoff
+
+
+def test_the_limit_is_read_at_each_call(monkeypatch):
+    """A group under the limit is computed exactly (brute force agrees); one step less refuses it:
+    `dp_steps` counts the programme's steps."""
+    from tieaware.kernels.families import err
+
+    qrels = {"1": {"a": 4, "b": 2, "c": 1, "d": 0}}
+    run = {"1": {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0, "e": 1.0}}
+    values = [point_metric(parse_metric("ERR@4"), list(order), qrels["1"]) for order in itertools.permutations("abcde")]
+    assert tieaware.evaluate(qrels, run, "ERR@4").expected == pytest.approx(statistics.fmean(values))
+    # its programme: 4 layers of 2 * 2 * 2 states (0 or 1 drawn of each graded document), 4 value kinds
+    monkeypatch.setattr(err, "MAX_DP_STEPS", 4 * 8 * 4)
+    assert tieaware.evaluate(qrels, run, "ERR@4").expected == pytest.approx(statistics.fmean(values))
+    monkeypatch.setattr(err, "MAX_DP_STEPS", 4 * 8 * 4 - 1)
+    with pytest.raises(InputError, match="query '1' has a tie group whose exact ERR needs about 1.3e\\+02 steps"):
+        tieaware.evaluate(qrels, run, "ERR@4")

@@ -78,17 +78,17 @@ class TieCheck:
         """
         __tracebackhide__ = True
         from tieaware import evaluate
+        from tieaware.metrics import metric_keys
         from tieaware.testing import TieInstabilityError
 
         tolerance = tolerances(tolerance)
         settings = resolve({"metrics": metrics, "oblivious": oblivious}, self._node, self._defaults)
-        names = self._metric_names(settings)
+        names, single = metric_keys(self._metric_names(settings))
         order = settings.get("oblivious", "trec_eval")
         device = device_label(device) if device is not None or self._key_by_device else None
         path = baseline_path(self._node, name, device)
         shown_path = os.path.relpath(path, self._node.config.rootpath)
-        one_name = not isinstance(names, (list, tuple))  # a string or an ir_measures measure
-        results = evaluate(qrels, run, [names] if one_name else names, oblivious=order,
+        results = evaluate(qrels, run, names, oblivious=order,
                            relevance_level=relevance_level, make_comparable=make_comparable)
         text = baseline_text(results, order, relevance_level, _dtype_label(dtype), check_id(self._node), name,
                              device)
@@ -134,9 +134,7 @@ class TieCheck:
         if any(violations.values()):
             raise TieInstabilityError(_baseline_message(path, tolerance, results, stored, violations),
                                       results, violations)
-        # as evaluate returns: one MetricResult for one name that stays one metric (results are keyed
-        # by the names evaluate gives, P.5,10 -> P.5, P.10; nDCG@10 the object -> "nDCG@10")
-        return next(iter(results.values())) if one_name and len(results) == 1 else results
+        return results[names[0]] if single else results
 
     def _metric_names(self, settings: dict):
         names = settings.get("metrics")

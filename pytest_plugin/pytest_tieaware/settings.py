@@ -47,19 +47,20 @@ def oblivious_order(text: str) -> str:
 
 
 def split_metric_names(text: str) -> list[str]:
-    """'ndcg@10, mrr@10 P(rel=2,judged_only=1)@5 P.5,10' -> names; commas inside parentheses, and
-    commas before a digit (trec_eval's cutoff lists: no metric name starts with one), stay."""
-    names, current, depth = [], "", 0
-    for position, char in enumerate(text):
+    """'ndcg@10, mrr@10 P(rel=2,judged_only=1)@5 P.5,10' -> names; commas inside parentheses stay, and
+    so do those of a trec_eval cutoff list (a comma followed by digits only: ``P.5,10``)."""
+    names, current, depth, separator = [], "", 0, " "
+    for char in text + " ":
         depth += (char == "(") - (char == ")")
-        cutoff_list = char == "," and text[position + 1:position + 2].isdigit()
-        if depth == 0 and (char.isspace() or char == "," and not cutoff_list):
-            names.append(current)
-            current = ""
+        if depth == 0 and (char == "," or char.isspace()):
+            if current.isdigit() and names and names[-1][-1:].isdigit() and separator == ",":
+                names[-1] += "," + current
+            elif current:
+                names.append(current)
+            current, separator = "", char
         else:
             current += char
-    names.append(current)
-    return [name for name in names if name]
+    return names
 
 
 PARSERS = {"max_range": non_negative_float, "max_abs_bias": non_negative_float, "max_std": non_negative_float,

@@ -19,7 +19,7 @@ from .display import progress
 from .errors import InputError, UnknownMetricError
 from .evaluation import evaluate
 from .inputs import file_stem, is_ranx_run, load_qrels, load_run
-from .metrics import parse_metric
+from .metrics import metric_keys, parse_metric
 from .outputs import atomic_output
 from .report import SUMMARY_COLUMNS, strict_json
 from .tie_census import DEFAULT_KS
@@ -333,7 +333,7 @@ def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutati
         runs: a list of runs (ranx ``Run`` named by ``run.name``, TREC paths named by
             file stem, dicts named run_1, run_2, ...) or a dict ``{name: run}``.
             The runs are read, never modified.
-        metrics: a metric name or a list, in ranx, trec_eval or ir_measures syntax.
+        metrics: a metric name or a list, in ranx, trec_eval or ir_measures syntax (as `evaluate`).
         stat_test: "student" (default, as ranx), "fisher", "tukey", or None for no test.
         n_permutations, random_seed: Fisher's randomization test settings.
         max_p: p-value at or below which a difference counts as significant.
@@ -355,7 +355,7 @@ def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutati
     """
     if stat_test is not None and stat_test not in STAT_TESTS:
         raise InputError(f"stat_test must be one of {STAT_TESTS} or None, got {stat_test!r}.")
-    metric_names = [metrics] if isinstance(metrics, str) else list(metrics)
+    metric_names = metric_keys(metrics)[0]
     qrels = load_qrels(qrels)
     named = named_runs(runs)
     if not named:

@@ -11,7 +11,7 @@ import numpy as np
 from .errors import InputError, QueryValueError
 from .inputs import QrelsLike, RunLike, is_ranx_qrels, is_ranx_run, load_qrels, load_run, without_identical_ids
 from .kernels.families import Judged, Params, family_stats
-from .metrics import MetricsLike, MetricSpec, parse_metrics
+from .metrics import MetricsLike, MetricSpec, metric_keys, parse_metrics
 from .outputs import check_outputs
 from .ranked_lists import OBLIVIOUS_ORDERS, TIE_AVERAGED_NDCG, RankedLists, ranked_lists, tool_order
 from .report import EvaluationReport, MetricResult
@@ -88,7 +88,9 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         make_comparable: score queries in the qrels but not in the run as empty
             (0) and drop run queries without qrels, instead of raising.
         oblivious: whose tie order gives ``.oblivious``: "trec_eval" (pytrec_eval,
-            MTEB: score desc, doc id desc), "ranx" (ranx.evaluate on this same object),
+            MTEB: score desc, doc id desc), "ranx" (ranx.evaluate on this same object; for a
+            file path or a DataFrame, on the Run ranx reads from it, ``Run.from_file`` or
+            ``Run.from_df``, whose ties are ordered unlike a dict's),
             "input" (first given first), or "ir_measures" (its default pipeline: trec_eval's
             order, except doc id ascending for RR@k and Judged@k and input order for RBP;
             see `tieaware.ranked_lists.ir_measures_order`), "sentence_transformers" (its
@@ -125,7 +127,8 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
     """
     _check_arguments(oblivious, relevance_level, threads)
     check_outputs([per_query_out], [qrels, run])
-    specs = parse_metrics(metrics, relevance_level)
+    keys, single = metric_keys(metrics)
+    specs = parse_metrics(keys, relevance_level)
     with limited(threads):
         if stream:
             from .streaming import evaluate_stream
@@ -156,20 +159,20 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
                for name, r in results.items()}
     else:
         out = EvaluationReport(results)
-    single = len(specs) == 1 and (isinstance(metrics, str) or type(metrics).__module__.startswith("ir_measures"))
     return next(iter(out.values())) if single else out
 
 
 def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str,
-                     ignore_identical_ids: bool = False):
+                     ignore_identical_ids: bool = False, from_file: bool | None = None):
     """(query ids, {metric name: per-query table (Q, 5), `metric_stats`' columns}) of one qrels/run
-    pair held in memory. The tables are read-only: they are cached with a ranx Run's conversion.
-    ``ignore_identical_ids``: BEIR's convention (`tieaware.inputs.without_identical_ids`)."""
+    pair held in memory (`from_file`: as `ranked_lists`). The tables are read-only: they are cached
+    with a ranx Run's conversion. ``ignore_identical_ids``: BEIR's convention
+    (`tieaware.inputs.without_identical_ids`)."""
     if ignore_identical_ids:
         run = without_identical_ids(run)
     if any(spec.judged_only for spec in specs):
         return _with_judged_only(qrels, run, specs, make_comparable, oblivious)
-    lists = ranked_lists(qrels, run, make_comparable)
+    lists = ranked_lists(qrels, run, make_comparable, from_file)
     tables = {}
     this_call = {}  # per tie order, the kept `Judged` with flags shared by this call's metrics only
     for spec in specs:

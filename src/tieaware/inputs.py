@@ -25,10 +25,14 @@ exponent-written grade, which trec_eval's ``atol`` would silently truncate, is
 an error here). Scores must be numbers as C's ``atof`` reads them the same way
 (no ``0_4``, no non-ASCII digits); ``inf``/``-inf`` are ordinary scores.
 
-Ids are strings, as trec_eval reads them: integer query or document ids in
-dicts, records and DataFrames are converted with ``str`` (a run keyed by ``1``
-matches qrels keyed by ``"1"``), so the same data gives the same number whatever
-container it came in.
+Ids are strings, as trec_eval reads them; one rule for every container
+(`id_string`): integer query or document ids in dicts, records and DataFrames
+(numpy, nullable and categorical columns alike) are converted with ``str`` (a
+run keyed by ``1`` matches qrels keyed by ``"1"``); float (even ``1.0``), bool
+and missing ids are errors naming the container, query and document, so the
+same data gives the same number whatever container it came in. (ranx objects
+hold string ids only.) Values follow one rule too: scores and grades are numbers,
+bools being 0 and 1 as Python and numpy read them; None and NaN are errors.
 
 ranx is imported only when a ranx object is passed (it is recognised through
 ``sys.modules``, so reading a dict never imports ranx).
@@ -268,9 +272,9 @@ def _from_records(records, kind: str) -> dict:
         except AttributeError:
             raise InputError(_record_error(record, index, kind)) from None
         if type(qid) is not str:
-            qid = _string_id(qid, kind, f"record {index} query")
+            qid = id_string(qid, f"{kind} record {index}: query")
         if type(docid) is not str:
-            docid = _string_id(docid, kind, f"record {index} document")
+            docid = id_string(docid, f"{kind} record {index} (query {qid!r}): document")
         put_value(out, qid, docid, value, f"{kind} record {index}")
     return out
 
@@ -302,11 +306,45 @@ def _from_dataframe(df, kind: str) -> dict:
                          f"(doc_id, docno or docid) and a value column ({', '.join(value_names)}); "
                          f"it has {list(df.columns)}.")
     out: dict = {}
-    qids = df[q_col].astype(str).tolist()
-    docids = df[d_col].astype(str).tolist()
+    qids = _id_column(df, q_col, f"{kind} DataFrame", "query")
+    docids = _id_column(df, d_col, f"{kind} DataFrame", "document")
     for row, (qid, docid, value) in enumerate(zip(qids, docids, df[v_col].tolist())):
         put_value(out, qid, docid, value, f"{kind} DataFrame row {row}")
     return out
+
+
+def _id_column(df, col: str, what: str, role: str) -> list:
+    """The ids of DataFrame column `col` as strings, by `id_string`'s rule whatever the dtype: numpy
+    and nullable integers as ``str(int)``, strings as they are, categoricals by their categories; a
+    float, bool or missing id is an error naming the column and row."""
+    import pandas as pd
+
+    series = df[col]
+    dtype = series.dtype
+    where = f"{what} column {col!r}"
+    if isinstance(dtype, pd.CategoricalDtype):
+        categories = _id_column(pd.DataFrame({col: dtype.categories}), col, where + " (its categories)", role)
+        codes = series.cat.codes.to_numpy()
+        if (codes < 0).any():
+            row = int((codes < 0).argmax())
+            raise InputError(f"{where}, row {row}: the {role} id is missing (NaN); ids are strings or integers.")
+        return [categories[c] for c in codes.tolist()]
+    if dtype.kind in "iu":  # numpy or nullable integers: C-level conversion, after naming a missing one
+        missing = series.isna().to_numpy()
+        if missing.any():
+            row = int(missing.argmax())
+            raise InputError(f"{where}, row {row}: the {role} id is missing ({series.iloc[row]!r}); ids are "
+                             "strings or integers.")
+        return series.astype("int64" if dtype.kind == "i" else "uint64").astype(str).tolist()
+    if dtype.kind in "fcb":
+        why = "" if dtype.kind == "b" else " (a float id 1.0 would read as '1.0' and match no '1')"
+        raise InputError(f"{where} holds {dtype} {role} ids; ids are strings or integers{why}. Convert the "
+                         f"column first: df[{col!r}].astype(int) or .astype(str).")
+    ids = series.tolist()
+    if _all_strings(ids):
+        return ids
+    return [doc if type(doc) is str else id_string(doc, f"{where}, row {row}: {role}")
+            for row, doc in enumerate(ids)]
 
 
 def _from_json(path: Path, kind: str) -> dict:
@@ -322,7 +360,7 @@ def _checked_numbers(table: dict, kind: str, what: str) -> dict:
     """``table`` itself when every value is a JSON number, else an error naming the first that is not."""
     for qid, docs in table.items():
         for docid, value in docs.items():
-            if type(value) not in (int, float):
+            if type(value) not in (int, float, bool):  # JSON's numbers; true and false are 1 and 0
                 raise InputError(f"{what}: query {qid!r}, document {docid!r} maps to {value!r} "
                                  f"({type(value).__name__}); {_EXPECTED[kind]}.")
     return table
@@ -385,19 +423,36 @@ def _checked_mapping(obj, kind: str, what: str, doc_ids: bool = True) -> dict:
     for qid, docs in obj.items():
         if not isinstance(docs, Mapping):
             raise InputError(f"{what}: query {qid!r} maps to {type(docs).__name__}; {_EXPECTED[kind]}.")
-        key = qid if type(qid) is str else _string_id(qid, kind, "query")
+        key = qid if type(qid) is str else id_string(qid, f"{what}: query")
         if key in out:
             raise InputError(f"{what}: query id {qid!r} appears twice once ids are read as strings.")
-        out[key] = string_keys(docs, kind, key) if doc_ids or type(docs) is not dict else docs
+        out[key] = string_keys(docs, what, key) if doc_ids or type(docs) is not dict else docs
     return out
 
 
-def _string_id(value, kind: str, what: str) -> str:
-    if isinstance(value, (str, int)) and not isinstance(value, bool):
-        return str(value)
-    if type(value).__module__ == "numpy" and hasattr(value, "dtype") and value.dtype.kind in "iuU":
-        return str(value)
-    raise InputError(f"{kind} {what} id {value!r} is a {type(value).__name__}; ids are strings (or integers).")
+def id_string(value, where: str) -> str:
+    """The id rule of every container (dicts, records, DataFrames, files): a ``str`` as it is; an
+    integer (Python's or numpy's, not a bool) as ``str(int(value))``, so a run keyed by ``1`` matches
+    qrels keyed by ``"1"``. Anything else is an `InputError` naming `where` (container, query and
+    document): a float even when integral (``1.0`` would read as ``"1.0"`` and match no ``"1"``;
+    converting it silently would hide ids that lost their type on the way), a bool, None, NaN."""
+    if isinstance(value, str):
+        return value if type(value) is str else str.__str__(value)
+    kind = getattr(getattr(value, "dtype", None), "kind", None) if type(value).__module__ == "numpy" else None
+    if isinstance(value, int) and not isinstance(value, bool) or kind in ("i", "u"):
+        return str(int(value))
+    try:
+        missing = value is None or bool(value != value)  # None, NaN
+    except (TypeError, ValueError):  # pandas' NA has no truth value; an array has no single one
+        missing = type(value).__name__ == "NAType"
+    if missing:
+        problem = "is missing; ids are strings or integers"
+    elif isinstance(value, float) or kind == "f":
+        problem = (f"is a float: ids are strings or integers, and a float id reads as {str(value)!r}, matching no "
+                   "integer id; convert the ids to int or str first (a DataFrame column: .astype(int) or .astype(str))")
+    else:
+        problem = f"is a {type(value).__name__}; ids are strings or integers"
+    raise InputError(f"{where} id {value!r} {problem}.")
 
 
 def _all_strings(keys) -> bool:
@@ -410,19 +465,19 @@ def _all_strings(keys) -> bool:
     return True
 
 
-def string_keys(docs: Mapping, kind: str, qid: str) -> Mapping:
-    """The inner dict itself when all its ids are strings, else a copy with ``str`` ids
-    (so a run ``{"a": 0.5, 2: 0.1}`` matches qrels document ``"2"``); a collision such as
-    ``1`` and ``"1"`` is an error."""
+def string_keys(docs: Mapping, what: str, qid: str) -> Mapping:
+    """The inner dict itself when all its ids are strings, else a copy with ids by `id_string`
+    (so a run ``{"a": 0.5, 2: 0.1}`` matches qrels document ``"2"``); `what` names the container
+    (``"run dict"``); a collision such as ``1`` and ``"1"`` is an error."""
     if not docs:
         return docs
     if isinstance(docs, dict) and _all_strings(docs):
         return docs
     out = {}
     for doc, value in docs.items():
-        key = doc if type(doc) is str else _string_id(doc, kind, f"query {qid!r} document")
+        key = doc if type(doc) is str else id_string(doc, f"{what}, query {qid!r}: document")
         if key in out:
-            raise InputError(f"{kind} query {qid!r}: document id {doc!r} appears twice once ids are read "
+            raise InputError(f"{what}, query {qid!r}: document id {doc!r} appears twice once ids are read "
                              "as strings.")
         out[key] = value
     return out
@@ -507,7 +562,7 @@ def _from_jsonl_predictions(path: Path, kind: str) -> dict:
         if "query_id" not in (record if isinstance(record, dict) else ()) or not isinstance(results, list):
             raise InputError(f"{where}: a predictions line is {{\"query_id\": ..., \"results\": [{{\"corpus_id\": "
                              "..., \"score\": ...}}, ...]}} (sentence-transformers' write_predictions).")
-        qid = _string_id(record["query_id"], "run", f"{where} query")
+        qid = id_string(record["query_id"], f"run {where} query")
         if qid in out:
             raise InputError(f"{where}: query {qid!r} appears twice.")
         out[qid] = {}
@@ -517,7 +572,7 @@ def _from_jsonl_predictions(path: Path, kind: str) -> dict:
                                  f"got {hit!r}.")
             if math.isnan(hit["score"]):
                 raise InputError(f"{where}: query {qid!r}, document {hit['corpus_id']!r}: score is NaN.")
-            put_value(out, qid, _string_id(hit["corpus_id"], "run", f"{where} document"), float(hit["score"]), where)
+            put_value(out, qid, id_string(hit["corpus_id"], f"run {where} document"), float(hit["score"]), where)
     if not out:
         raise InputError(f"run file {str(path)!r} holds no predictions.")
     return out

@@ -20,6 +20,7 @@ trec_eval 10's ``rbp`` divides the grades by the query's top grade when that exc
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -238,6 +239,10 @@ def _supported_names() -> str:
             "level; `tieaware eval --list-metrics` lists them all")
 
 
+#: the largest cutoff: kernels hold k in int64 and weigh by it in float64 (P@k's 1/k), both exact up to 2^53
+MAX_CUTOFF = 2 ** 53
+
+
 def _parse_cutoff(text: str | None, name: str, takes: str, syntax: str = "") -> int | None:
     if text is None:
         if takes == "required":
@@ -255,6 +260,9 @@ def _parse_cutoff(text: str | None, name: str, takes: str, syntax: str = "") -> 
         raise UnknownMetricError(f"Metric {name!r}: cutoff {text!r} is not an integer.") from None
     if k <= 0:
         raise UnknownMetricError(f"Metric {name!r}: cutoff k must be a positive integer, got {k}.")
+    if k > MAX_CUTOFF:
+        raise UnknownMetricError(f"Metric {name!r}: cutoff k must be at most 2^53 ({MAX_CUTOFF}), got {text}; "
+                                 f"leave the cutoff out to rank every document.")
     return k
 
 
@@ -362,11 +370,12 @@ def _grade_map(text: str, name: str) -> tuple[tuple | None, str]:
     for part in filter(None, (p.strip() for p in found["pairs"].split(","))):
         grade, sep, gain = part.partition(":")
         try:
-            if not sep or float(grade) != int(float(grade)):
+            if not sep or float(grade) != int(float(grade)) or not math.isfinite(float(gain)):
                 raise ValueError
             pairs[int(float(grade))] = float(gain)
-        except ValueError:
-            raise UnknownMetricError(f"Metric {name!r}: gains entry {part!r} is not integer_grade:gain.") from None
+        except (ValueError, OverflowError):  # int(inf) overflows
+            raise UnknownMetricError(f"Metric {name!r}: gains entry {part!r} is not integer_grade:gain "
+                                     "with a finite gain.") from None
     if not pairs:
         raise UnknownMetricError(f"Metric {name!r}: gains={{}} maps no grade.")
     return tuple(sorted(pairs.items())), text[:found.start()] + text[found.end():]
@@ -465,6 +474,16 @@ def expand_names(metrics) -> list[str]:
             raise UnknownMetricError(f"Metric names are strings, got {name!r} ({type(name).__name__}).")
         out.extend(_expand_one(name.strip()))
     return out
+
+
+def metric_keys(metrics) -> tuple[list[str], bool]:
+    """(keys, single): the one reading of what a user passes as ``metrics`` to any entry point
+    (`tieaware.evaluate`, `tieaware.compare`, `tieaware.testing`, the pytest plugin). ``keys`` are the
+    names `expand_names` gives, which key the results; pass them on instead of ``metrics`` so a group
+    warns once. ``single``: one name or measure object naming one metric, for which `evaluate`
+    returns one `MetricResult` rather than a report."""
+    keys = expand_names(metrics)
+    return keys, len(keys) == 1 and (isinstance(metrics, str) or _is_ir_measure(metrics))
 
 
 def _is_ir_measure(obj) -> bool:

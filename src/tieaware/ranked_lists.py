@@ -10,17 +10,18 @@ or to name a document in an error. For ranx objects the result is cached on the
 calls converts once.
 
 ranx ``Run``/``Qrels`` are read by jitted loops over their numba typed dicts
-(`ranx_reader`); Python dicts by C-level operations (the values by
+(`ranx_reader`, holding the GIL; a Run or Qrels another thread changes between two of those
+kernels is read again from a copy taken in one, `ranx_reader.frozen`); Python dicts by C-level operations (the values by
 ``struct.pack_into``, the ids joined and encoded as UTF-32 code points) in chunks of
 about `CHUNK_DOCS` documents, with the same queries' judgments from a qrels dict, so
 memory grows with the chunk, not the run. No Python loop touches every document. The group kernels
-release the GIL: a ranx Run (and a ranx Qrels beside it) is read in ranges of queries on threads, and a dict's
-chunk is grouped on a worker thread while the next chunk is read (`tieaware.threads`);
+release the GIL: a dict's chunk is grouped on a worker thread while the next chunk is read (`tieaware.threads`);
 results do not depend on the number of threads.
 """
 from __future__ import annotations
 
 import math
+import os
 import struct
 import weakref
 from collections.abc import Callable
@@ -32,7 +33,7 @@ import numpy as np
 
 from . import ranx_reader, threads
 from .errors import InputError, QueryMismatchError
-from .inputs import is_ranx_qrels, is_ranx_run, load_qrels, load_run, string_keys
+from .inputs import _is_dataframe, is_ranx_qrels, is_ranx_run, load_qrels, load_run, string_keys
 from .kernels.groups import SEED, argsort_segments, group_slots, read_chunk, scratch
 from .kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambiguous_groups, ranx_ranks
 
@@ -308,14 +309,16 @@ def _string_id_codes(kind: str, query_ids: list, per_query: list, n: int, separa
     try:
         return _id_codes(per_query, n, separated)
     except TypeError:
-        return _id_codes([string_keys(docs, kind, q) for q, docs in zip(query_ids, per_query)], n, separated)
+        return _id_codes([string_keys(docs, f"{kind} dict", q) for q, docs in zip(query_ids, per_query)], n, separated)
 
 
 def _value_problem(value) -> str | None:
-    """Why a score or grade cannot be used, or None."""
+    """Why a score or grade cannot be used, or None: the value rule of every container. Numbers are
+    ints, floats and what has ``__float__`` (numpy's); bools are the numbers 0 and 1, as Python, numpy
+    and ``struct`` read them; None, NaN and anything else are not."""
     if value is None:
         return "is None, not a number"
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+    if not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
         return f"is not a number: {value!r}"
     try:
         number = float(value)
@@ -423,10 +426,10 @@ def _judgments(qrels, query_ids: list) -> tuple:
     return offsets, grades, of_queries
 
 
-def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
+def _from_dicts(qrels, run: dict, query_ids: list, ranx_order: int) -> RankedLists:
     """Chunks of whole queries (about `CHUNK_DOCS` documents) read into arrays by C-level Python calls
     (`_chunk_arrays`, `_judgments`, holding the GIL) while a worker thread runs `read_chunk`
-    (no GIL) on the chunk before."""
+    (no GIL) on the chunk before. `ranx_order`: how ranx orders the run's ties (`ranked_lists`)."""
     qrel_offsets, grades, judgments_of = _judgments(qrels, query_ids)
     empty: dict = {}
     runs = [run.get(q, empty) for q in query_ids]
@@ -473,7 +476,7 @@ def _from_dicts(qrels, run: dict, query_ids: list) -> RankedLists:
         return _float_values("Run score", query_ids, runs, int(offsets[-1]), finite=False)
 
     return groups.lists(query_ids, n_ret, qrel_offsets, grades, [(0, len(query_ids))],
-                        ranx_order=RANX_ARGSORT_REVERSED, all_scores=all_scores)
+                        ranx_order=ranx_order, all_scores=all_scores)
 
 
 def _chunk_arrays(query_ids: list, runs: list, offsets: np.ndarray, first: int, last: int, separated: bool) -> tuple:
@@ -481,6 +484,11 @@ def _chunk_arrays(query_ids: list, runs: list, offsets: np.ndarray, first: int, 
     n_chunk = int(offsets[last] - offsets[first])
     codes, lo, hi = _string_id_codes("run", query_ids[first:last], runs[first:last], n_chunk, separated)
     return _float_values("Run score", query_ids[first:last], runs[first:last], n_chunk, finite=False), codes, lo, hi
+
+
+def _read_ranx_run(qrels, run, make_comparable: bool) -> RankedLists:
+    run_ids, *run_keys = ranx_reader.queries(run.run)  # read in numba, once
+    return _from_ranx_run(qrels, run, _query_ids(qrels, run_ids, make_comparable), make_comparable, run_keys)
 
 
 def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys: tuple) -> RankedLists:
@@ -506,6 +514,8 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys:
     parts = threads.map_kernel(ranx_reader.read_run, [
         (run.run, judgments, typed_ids, lo, hi, offsets, qrel_offsets, grades, groups.work(), groups.out,
          groups.n_members, groups.n_groups, groups.first_nan, groups.room[lo], SEED) for lo, hi in ranges])
+    if any(was_changed for *_, was_changed in parts):
+        raise ranx_reader.ChangedWhileReadError()
     if is_ranx_qrels(qrels):
         _check_ranx_grades(qrels, query_ids, grades)
         grades = grades[argsort_segments(-grades, qrel_offsets)]
@@ -543,8 +553,14 @@ def _query_ids(qrels, run_ids: list, make_comparable: bool) -> list:
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def ranked_lists(qrels, run, make_comparable: bool = False) -> RankedLists:
+def ranked_lists(qrels, run, make_comparable: bool = False, from_file: bool | None = None) -> RankedLists:
     """Build the arrays for a qrels/run pair.
+
+    ranx's tie order (``oblivious="ranx"``) is that of ``ranx.evaluate`` on the object given: a
+    dict's ties as ranx sorts a dict (reversed ``argsort(scores)``); a Run's in its own order. For a
+    run from a file or DataFrame (`from_file`; None: a path or DataFrame given as `run`) it is that of
+    the Run ranx reads from it, ``Run.from_file`` / ``Run.from_df`` (``argsort(-scores)`` over each
+    query's lines in file order), which a ranx user evaluates, not a dict.
 
     For a ranx ``Qrels``/``Run`` pair the conversion is cached per ``Run`` (weakly,
     never stored in it) and served again only while both objects hold the same
@@ -552,6 +568,8 @@ def ranked_lists(qrels, run, make_comparable: bool = False) -> RankedLists:
     a fraction of a conversion's cost), since ranx's ``add_score`` and similar
     methods change them in place.
     """
+    if from_file is None:
+        from_file = isinstance(run, (str, os.PathLike)) or _is_dataframe(run)
     qrels = load_qrels(qrels, doc_ids=False)  # the dict readers check doc ids on their way (`string_keys`)
     run = load_run(run, doc_ids=False)
     cacheable = is_ranx_run(run) and is_ranx_qrels(qrels)
@@ -564,10 +582,14 @@ def ranked_lists(qrels, run, make_comparable: bool = False) -> RankedLists:
                 and hit[2] == ranx_reader.fingerprint(run.run, SEED):
             return hit[3]
     if is_ranx_run(run):
-        run_ids, *run_keys = ranx_reader.queries(run.run)  # read in numba, once
-        lists = _from_ranx_run(qrels, run, _query_ids(qrels, run_ids, make_comparable), make_comparable, run_keys)
+        try:
+            lists = _read_ranx_run(qrels, run, make_comparable)
+        except ranx_reader.ChangedWhileReadError:  # another thread changed them between two kernels: read
+            lists = _read_ranx_run(ranx_reader.frozen(qrels) if cacheable else qrels,  # a copy taken at once
+                                   ranx_reader.frozen(run), make_comparable)
     else:
-        lists = _from_dicts(qrels, run, _query_ids(qrels, list(run.keys()), make_comparable))
+        lists = _from_dicts(qrels, run, _query_ids(qrels, list(run.keys()), make_comparable),
+                            RANX_ARGSORT_NEGATED if from_file else RANX_ARGSORT_REVERSED)
     if cacheable:
         run_hash = lists.run_fingerprint
         per_run.clear()

@@ -21,14 +21,23 @@ from Python costs about 1 µs per lookup, so every pass over them runs in numba:
   and friends mutate the typed dicts in place); `read_run` returns its parts
   for the Run on the way.
 
-`read_run` and `fingerprint_part` release the GIL and read disjoint ranges of
-queries on threads (`tieaware.threads`): each range hashes from 0 and `joined`
-combines the parts into the hash one pass would give. These kernels compile
+No kernel here releases the GIL: a typed dict read without it could be changed
+meanwhile by Python code on another thread (``Run.add_score``), and numba's
+dicts free their storage when they grow, which aborted the process. Holding it,
+a kernel sees the dict as it is between two Python steps; a dict changed between
+two kernels (sizes read by `run_sizes`, items by `read_run` or `run_scores`) is
+noticed by comparing sizes, and the readers report it (`changed`) instead of
+writing past arrays sized before; `tieaware.ranked_lists` then reads a `frozen`
+copy. `read_run` and `fingerprint_part` read disjoint ranges of queries
+(`tieaware.threads`): each range hashes from 0 and `joined` combines the parts
+into the hash one pass would give. These kernels compile
 once per doc-id width (numba specialises on the dict types, as ranx's own
 kernels do; `read_run` per pair of Run and Qrels widths); the group kernels
 they call take plain arrays and compile once.
 """
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 from numba import types
@@ -43,8 +52,18 @@ from numba.extending import overload
 from numba.typed import List
 
 from . import threads
+from .errors import InputError
 from .kernels import kernel
 from .kernels.groups import ODD, code_at, fold, id_hash, mix64, query_groups
+
+
+class ChangedWhileReadError(InputError):
+    """A ranx Run or Qrels changed while tieaware read it: Python code on another thread changed it
+    (``add_score``, ``add``) during the evaluation. `tieaware.ranked_lists` then reads a `frozen` copy."""
+
+    def __init__(self):
+        super().__init__("The ranx Run or Qrels changed while tieaware read it: another thread changed it "
+                         "during the evaluation. Evaluate a copy, or wait for the changes to finish.")
 
 
 @kernel
@@ -58,16 +77,34 @@ def run_sizes(run_td, query_ids):
     return offsets
 
 
+@kernel(inline="always")
+def changed(td, qid, size):
+    """True when query `qid` of `td` no longer holds the `size` items read before (absent: 0)."""
+    return len(td[qid]) != size if qid in td else size != 0
+
+
 @kernel
-def run_scores(run_td, query_ids, offsets):
-    """Every value of a Run (scores) or Qrels (grades) for `query_ids`, in the dict's own order."""
+def _scores(run_td, query_ids, offsets):
+    """(every value of `query_ids` in the dict's order, False), or (an empty array, True) when the
+    dict no longer has the sizes `offsets` were read from (`changed`)."""
     scores = np.empty(offsets[-1], np.float64)
     for i in range(len(query_ids)):
-        if query_ids[i] in run_td:
+        if changed(run_td, query_ids[i], offsets[i + 1] - offsets[i]):
+            return scores[:0], True
+        if offsets[i + 1] > offsets[i]:
             j = offsets[i]
             for s in run_td[query_ids[i]].values():
                 scores[j] = s
                 j += 1
+    return scores, False
+
+
+def run_scores(run_td, query_ids, offsets) -> np.ndarray:
+    """Every value of a Run (scores) or Qrels (grades) for `query_ids`, in the dict's own order; an
+    `InputError` when the dict changed since `offsets` were read (another thread changing the Run)."""
+    scores, was_changed = _scores(run_td, query_ids, offsets)
+    if was_changed:
+        raise ChangedWhileReadError()
     return scores
 
 
@@ -149,6 +186,26 @@ def typed_keys(codes, ends):
     return keys
 
 
+@kernel
+def _copied(td):
+    """A copy of a Run's or Qrels' typed dict, inner dicts too, taken in one kernel (holding the GIL)."""
+    out = td.copy()
+    for key, inner in td.items():
+        out[key] = inner.copy()
+    return out
+
+
+def frozen(obj):
+    """A copy of a ranx Run or Qrels over a copy of its typed dict taken at one moment (`_copied`),
+    which no other thread changes; for a Run another thread kept changing between two kernels."""
+    out = copy.copy(obj)
+    if hasattr(obj, "run"):
+        out.run = _copied(obj.run)
+    else:
+        out.qrels = _copied(obj.qrels)
+    return out
+
+
 def queries(td) -> tuple[list, List, np.ndarray]:
     """(the keys of a Run's or Qrels' dict as Python str, the same as a typed list, CSR offsets
     (Q+1,) of their inner dicts), in the dict's order."""
@@ -196,9 +253,21 @@ def judged_ids(judgments, qid, a, b, scratch, lo, hi, grades):
     `kernels.groups.query_groups`; its judgments are a..b-1 of the query's CSR range.
 
     `judgments` is a ranx Qrels' typed dict, read here: ids into `scratch` (returned, grown when it
-    has no room; then codes is scratch) and lo, hi; grades into grades[a:b], in the dict's order.
+    has no room; then codes is scratch) and lo, hi; grades into grades[a:b], in the dict's order
+    (the caller has checked with `judgments_changed` that it still holds b - a judgments).
     Or it is (codes, lo, hi) of every query's judgments, read before (a Python qrels dict beside a
     ranx Run): their a..b-1 are returned and nothing is written."""
+
+
+def judgments_changed(judgments, qid, size):
+    """`changed` for a Qrels' typed dict; False for arrays read before."""
+
+
+@overload(judgments_changed)
+def _judgments_changed_impl(judgments, qid, size):
+    if isinstance(judgments, types.DictType):
+        return lambda judgments, qid, size: changed(judgments, qid, size)
+    return lambda judgments, qid, size: False
 
 
 @overload(judged_ids)
@@ -223,15 +292,15 @@ def _judged_ids_impl(judgments, qid, a, b, scratch, lo, hi, grades):
     return None
 
 
-@kernel(nogil=True)
+@kernel
 def read_run(run_td, judgments, query_ids, q_lo, q_hi, offsets, qrel_offsets, grades, work, out, n_members, n_groups,
              first_nan, m0, seed):
     """Fill the judged groups of queries q_lo..q_hi-1 (`kernels.groups.query_groups`, members written
     in query order from m0), their judgments from `judgments` (`judged_ids`: a ranx Qrels' typed
     dict, read here into grades[qrel_offsets[q_lo]:qrel_offsets[q_hi]], or arrays read before);
     returns these queries' part of the Run's `fingerprint`, (hash from 0, values folded), when
-    ``query_ids`` are its queries in its order. Releases the GIL: ranges of queries run on threads
-    (`tieaware.threads`)."""
+    ``query_ids`` are its queries in its order, and whether a dict no longer has the sizes `offsets`
+    and `qrel_offsets` were read from (then it stops there: `changed`). Holds the GIL (see above)."""
     longest = 1
     most_judged = 1
     for i in range(q_lo, q_hi):
@@ -254,6 +323,8 @@ def read_run(run_td, judgments, query_ids, q_lo, q_hi, offsets, qrel_offsets, gr
     for q in range(q_lo, q_hi):
         qid = query_ids[q]
         a, b = qrel_offsets[q], qrel_offsets[q + 1]
+        if changed(run_td, qid, offsets[q + 1] - offsets[q]) or judgments_changed(judgments, qid, b - a):
+            return h, folded, True
         jscratch, jcodes, lo, hi = judged_ids(judgments, qid, a, b, jscratch, j_lo, j_hi, grades)
         n_members[q], n_groups[q], first_nan[q] = 0, 0, -1
         if qid not in run_td:
@@ -276,10 +347,10 @@ def read_run(run_td, judgments, query_ids, q_lo, q_hi, offsets, qrel_offsets, gr
                                                jcodes, lo, hi, grades[a:b], work, out, cursor, seed)
         n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
         cursor += members
-    return h, folded
+    return h, folded, False
 
 
-@kernel(nogil=True)
+@kernel
 def fingerprint_part(td, query_ids, q_lo, q_hi, seed):
     """`fingerprint`'s part for queries q_lo..q_hi-1 of `td` (all in it): (hash from 0, values folded)."""
     h = np.uint64(0)
@@ -300,7 +371,7 @@ def joined(seed, parts) -> int:
     """The fingerprint from `seed` of parts computed from 0 in order: folding n values into h from
     h0 gives h0 * ODD^n + (their hash from 0), modulo 2^64."""
     h = int(seed)
-    for part, folded in parts:
+    for part, folded, *_ in parts:
         h = (h * pow(int(ODD), int(folded), 1 << 64) + int(part)) & ((1 << 64) - 1)
     return h
 

@@ -151,7 +151,7 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
         if not judged:
             return
         query_ids, tables = per_query_tables({q: qrels[q] for q in judged}, judged, specs, False, oblivious,
-                                             ignore_identical_ids)
+                                             ignore_identical_ids, from_file=True)
         frames = {name: per_query_frame(query_ids, table) for name, table in tables.items()}
         for name, frame in frames.items():
             pieces[name].append(frame)

@@ -21,6 +21,7 @@ from .check_observers import notify, observe_checks
 from .display import text_table
 from .errors import InputError
 from .evaluation import evaluate
+from .metrics import expand_names, metric_keys
 from .report import EvaluationReport
 
 #: Limit keyword -> (statistic it bounds, how the message names it).
@@ -100,18 +101,19 @@ def check_tie_stability(qrels, run, metrics, *, max_range=None, max_abs_bias=Non
     """Evaluate with `tieaware.evaluate` and hold each metric to its limits; never raises on a breach.
 
     Args:
-        qrels, run, metrics, oblivious, relevance_level, make_comparable: as `tieaware.evaluate`.
+        qrels, run, metrics, oblivious, relevance_level, make_comparable: as `tieaware.evaluate`
+            (names that expand, such as ``P.5,10`` or ``official``, are checked one by one).
         max_range: largest allowed ``max - min`` of the mean (what tie order alone can do).
         max_abs_bias: largest allowed ``|oblivious - expected|`` (how far the tool's number is off).
         max_std: largest allowed ``tie_std``, the standard deviation of the mean over tie orderings.
-            Each limit is a number >= 0, a ``{metric: number}`` mapping, or None or ``math.inf``
-            (not checked).
+            Each limit is a number >= 0, a ``{metric: number}`` mapping (keyed by names or measure
+            objects as ``metrics`` takes them), or None or ``math.inf`` (not checked).
         dtype: a label for reports (e.g. ``"bf16"`` or ``torch.bfloat16``); not used in the check.
 
     Returns:
         A `TieStability`: the results, the limits that were set and the violations per metric.
     """
-    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    names = metric_keys(metrics)[0]
     given = {"max_range": max_range, "max_abs_bias": max_abs_bias, "max_std": max_std}
     limits = {name: _limits_of(name, given, names) for name in names}
     results = evaluate(qrels, run, names, oblivious=oblivious, relevance_level=relevance_level,
@@ -151,12 +153,13 @@ def assert_tie_stable(qrels, run, metrics, *, max_range=None, max_abs_bias=None,
             five queries with the widest range of each failing metric.
     """
     __tracebackhide__ = True  # pytest shows the test's line, not this one
-    stability = check_tie_stability(qrels, run, metrics, max_range=max_range, max_abs_bias=max_abs_bias,
+    names, single = metric_keys(metrics)
+    stability = check_tie_stability(qrels, run, names, max_range=max_range, max_abs_bias=max_abs_bias,
                                     max_std=max_std, oblivious=oblivious, relevance_level=relevance_level,
                                     make_comparable=make_comparable, dtype=dtype)
     if not stability.passed:
         raise TieInstabilityError(stability.message(), stability.results, stability.violations)
-    return stability.results[metrics] if isinstance(metrics, str) else stability.results
+    return stability.results[names[0]] if single else stability.results
 
 
 __all__ = ["TieInstabilityError", "TieStability", "assert_tie_stable", "check_tie_stability", "observe_checks"]
@@ -167,6 +170,7 @@ def _limits_of(metric: str, given: dict, metrics: list[str]) -> dict[str, float]
     limits = {}
     for key, limit in given.items():
         if isinstance(limit, Mapping):
+            limit = {name: value for key, value in limit.items() for name in expand_names(key)}
             unknown = sorted(set(limit) - set(metrics))
             if unknown:
                 raise InputError(f"{key} names metrics that are not checked: {unknown} (checked: {metrics})")

@@ -1,8 +1,9 @@
 """Running ``nogil`` kernels on several threads over disjoint ranges of queries.
 
-The readers of ranx objects (`tieaware.ranx_reader`) and of Python dicts
-(`tieaware.ranked_lists`) call kernels compiled with ``nogil=True``, so plain
-Python threads run them on several cores; no numba threading layer is involved
+The reader of Python dicts (`tieaware.ranked_lists`) calls kernels compiled
+with ``nogil=True``, so plain Python threads run them on several cores (the
+readers of ranx objects, `tieaware.ranx_reader`, hold the GIL on typed dicts that
+other threads may change, so their ranges run one at a time); no numba threading layer is involved
 (its ``workqueue`` layer aborts the process when two threads enter it at once).
 Each range writes its own part of the outputs, and the parts are joined in query
 order, so the result does not depend on the number of threads.
@@ -85,8 +86,8 @@ def submit_started(pool: ThreadPoolExecutor, kernel, args: tuple) -> Future:
 
 
 def map_kernel(kernel, calls: Sequence[tuple]) -> list:
-    """``[kernel(*args) for args in calls]``, the calls run on threads when there are several
-    (`kernel` releases the GIL), compiled for them on this thread first (`compiled_here`)."""
+    """``[kernel(*args) for args in calls]``, the calls run on threads when there are several (at once
+    when `kernel` releases the GIL), compiled for them on this thread first (`compiled_here`)."""
     if len(calls) <= 1:
         return [kernel(*args) for args in calls]
     compiled_here(kernel, calls[0])

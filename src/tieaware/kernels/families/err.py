@@ -22,7 +22,11 @@ the counts, the next document has value v with probability (n_v - a_v) / (g_n - 
 and each state carries its probability and the probability-weighted sums of the
 partial X and X^2. Layer u (u documents drawn) holds at most
 prod_v (min(n_v, t_n) + 1) states, v over the at most 4 positive values gdeval's
-integer grades 1..4 give: time O(t_n prod_v (min(n_v, t_n) + 1)), polynomial.
+integer grades 1..4 give: time O(t_n prod_v (min(n_v, t_n) + 1)), polynomial but up to
+O(t_n^5): ERR@1000 over one group of 1,000 documents with 40 judged per grade would take
+minutes. A group whose programme needs more than `MAX_DP_STEPS` steps (`dp_steps`, a few
+seconds' work) is refused before any is done: a `QueryValueError` names the query and the
+alternatives (a smaller cutoff; more ``MAX_DP_STEPS`` to wait for it).
 Best-first is the maximum: swapping adjacent values x, y at weights w_j > w_{j+1}
 under prefix product P changes ERR by P (x - y)(w_j - w_{j+1}) and leaves later
 prefix products alone. Derivation: `docs/formulas.md`, "ERR".
@@ -42,6 +46,27 @@ from .common import Judged, Params, all_orders, top_slots
 
 #: gdeval's MAX_JUDGMENT: the top grade, R = (2^grade - 1) / 2^MAX_GRADE.
 MAX_GRADE = 4
+#: the most steps (`dp_steps`) the exact programme of one tie group may take, seconds of work; a
+#: group that needs more is an error naming the query. Raise it (read at each call) to wait longer.
+MAX_DP_STEPS = 500_000_000
+
+
+@kernel(**INNER)
+def dp_steps(values, start, stop, t):
+    """Steps of `group_moments` for members start..stop-1 (sorted descending) and t slots: t layers
+    of prod_v (min(n_v, t) + 1) states with one step per value kind (0 included); a float, as it may
+    pass int64."""
+    states = 1.0
+    kinds = 1.0
+    run = 0
+    for j in range(start, stop):
+        if values[j] > 0.0:
+            run += 1
+            if j + 1 == stop or values[j + 1] != values[j]:
+                states *= min(run, t) + 1.0
+                kinds += 1.0
+                run = 0
+    return t * states * kinds
 
 
 @kernel(**INNER)
@@ -111,9 +136,10 @@ def group_moments(values, start, stop, g, c, t):
 
 
 @kernel
-def err_moments(count, offsets, above, size, end, value, cutoff, out):
+def err_moments(count, offsets, above, size, end, value, cutoff, max_steps, refused, out):
     """out[q] = (E[ERR@k], Var) of every query q; groups as `common.Groups`, value (M,) each judged
-    member's R (best-first within groups)."""
+    member's R (best-first within groups). A query with a group over `max_steps` (`dp_steps`) is
+    left out: refused[q] is set to that group's steps (else left as it is)."""
     for q in range(count.shape[0]):
         expected = 0.0
         variance = 0.0
@@ -129,6 +155,9 @@ def err_moments(count, offsets, above, size, end, value, cutoff, out):
                 if g == 1:
                     mean = value[start] / (c + 1.0)
                     square = mean * mean
+                elif dp_steps(value, start, end[gi], t) > max_steps:
+                    refused[q] = dp_steps(value, start, end[gi], t)
+                    break
                 else:
                     mean, square = group_moments(value, start, end[gi], g, c, t)
                 expected += carried * mean
@@ -157,6 +186,17 @@ def _refuse_unusable_grades(judged: Judged) -> None:
 
 
 def err(judged: Judged, p: Params) -> np.ndarray:
-    """ERR@k. Returns (Q, 5): expected, variance, min, max, oblivious; grades gdeval refuses raise."""
+    """ERR@k. Returns (Q, 5): expected, variance, min, max, oblivious. Grades gdeval refuses, and a
+    tie group whose exact programme would take over `MAX_DP_STEPS` steps, raise `QueryValueError`."""
     _refuse_unusable_grades(judged)
-    return all_orders(err_moments, judged, judged.in_orders(satisfaction(judged.mem_rel)), judged.cutoffs(p.k))
+    refused = np.zeros(judged.n_queries)
+    out = all_orders(err_moments, judged, judged.in_orders(satisfaction(judged.mem_rel)), judged.cutoffs(p.k),
+                     float(MAX_DP_STEPS), refused)
+    if refused.any():
+        query = int(np.flatnonzero(refused)[0])
+        raise QueryValueError(query, f"has a tie group whose exact ERR needs about {refused[query]:.2g} steps "
+                                     f"(several graded documents of each grade tied within the cutoff; the limit, "
+                                     f"tieaware.kernels.families.err.MAX_DP_STEPS, is {MAX_DP_STEPS:.2g}, seconds of "
+                                     "work). Evaluate ERR at a smaller cutoff (gdeval's is 20), break the ties, "
+                                     "or raise MAX_DP_STEPS to wait for it.")
+    return out
