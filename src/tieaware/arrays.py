@@ -62,7 +62,7 @@ def _checked(indexes, preds, target) -> tuple[np.ndarray, np.ndarray, np.ndarray
 def arrays_to_dicts(indexes, preds, target, torch_order: bool = False) -> tuple[dict, dict]:
     """(qrels, run) dicts of ``(indexes, preds, target)``; see the module docstring.
 
-    Parameters:
+    Args:
         indexes, preds, target: arrays or tensors of one shape (flattened).
         torch_order: give each query its rows in the order torchmetrics' retrieval metrics see
             them (``torch.sort(indexes)``, not stable) instead of row order.
@@ -98,7 +98,7 @@ def arrays_to_dicts(indexes, preds, target, torch_order: bool = False) -> tuple[
 def evaluate_arrays(indexes, preds, target, metrics, **options):
     """`tieaware.evaluate` on torchmetrics-style flat arrays.
 
-    Parameters:
+    Args:
         indexes: (n,) integer query index of each row (numpy array, torch tensor or list).
         preds: (n,) score of each row; NaN is an error.
         target: (n,) relevance of each row: bools or integer grades (0: judged non-relevant).

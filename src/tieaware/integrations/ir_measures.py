@@ -146,6 +146,12 @@ def parse_measure(text: str | Measure) -> Measure:
     in any syntax tieaware reads, quoted or not), anything else as ``ir_measures.parse_measure``
     reads it (``"nDCG@10"``). A measure object is returned as it is.
 
+    Args:
+        text: the measure's text, or a measure object.
+
+    Returns:
+        The ir_measures measure: a tieaware wrapper for ``E``/``Range``/``Bias``/``Min``/``Max``.
+
     Raises:
         UnknownMetricError: the wrapped name is not one tieaware computes.
         InputError: a parameter other than ``measure`` and ``oblivious``.

@@ -81,7 +81,7 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
     """sentence-transformers' ``InformationRetrievalEvaluator`` reporting E[M], range, tie_std, its own
     value and that value's bias per metric; see the module docstring. Same constructor arguments, and:
 
-    Parameters:
+    Args:
         encode: None (the parent's ``encode_query`` / ``encode_document`` calls), or
             ``encode(model, texts, is_query) -> Tensor`` of embeddings, called at each evaluation
             with the model being evaluated; the score functions are then applied to them.
@@ -180,7 +180,7 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
     value and that value's bias for MAP, MRR@k and nDCG@k; see the module docstring. Same
     constructor arguments, and:
 
-    Parameters:
+    Args:
         score_pairs: None (the parent's ``model.predict`` call), or
             ``score_pairs(model, query_texts, doc_texts) -> array`` of one score per pair, called at
             each evaluation with the model being evaluated.

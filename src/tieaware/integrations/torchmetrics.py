@@ -38,14 +38,21 @@ __all__ = ["TieAwareRetrieval", "metric_key"]
 
 def metric_key(name: str) -> str:
     """A metric name as a logger-safe key: ``@`` -> ``_at_``, any character outside
-    letters, digits, ``_ - . /`` -> ``_`` (``"ndcg@10"`` -> ``"ndcg_at_10"``)."""
+    letters, digits, ``_ - . /`` -> ``_`` (``"ndcg@10"`` -> ``"ndcg_at_10"``).
+
+    Args:
+        name: a tieaware metric name.
+
+    Returns:
+        The key `TieAwareRetrieval.compute` uses for it (before ``/expected``, ``/min``, ...).
+    """
     return re.sub(r"[^A-Za-z0-9_.\-]", "_", name.replace("@", "_at_"))
 
 
 class TieAwareRetrieval(Metric):
     """Tie-aware retrieval metrics over every (query, document) row seen.
 
-    Parameters:
+    Args:
         metrics: tieaware metric names (``["ndcg@10", "mrr@10"]``; any syntax `tieaware.evaluate` reads).
         oblivious: a tool's tie order (one of `tieaware.ranked_lists.OBLIVIOUS_ORDERS`) for
             ``<metric>/oblivious`` and ``<metric>/bias``; None (default) leaves them out.
