@@ -86,7 +86,7 @@ class PromptReranker(Scorer):
                 inputs = self._left_padded(prompts)
                 hidden = self.model.base_model(**inputs).last_hidden_state[:, -1]
                 if not getattr(self, "_head_checked", False):
-                    self._check_head(inputs, hidden, lm_head, token_ids)
+                    self._check_head(inputs, lm_head, token_ids)
                 logits = {}
                 if {"none", "upcast"} & set(modes):
                     logits["none"] = logits["upcast"] = lm_head(hidden)[:, token_ids]
@@ -96,7 +96,7 @@ class PromptReranker(Scorer):
                 bar.update(len(batch))
 
 
-    def _check_head(self, inputs: dict, hidden: torch.Tensor, lm_head: torch.nn.Module, token_ids) -> None:
+    def _check_head(self, inputs: dict, lm_head: torch.nn.Module, token_ids) -> None:
         """Refuse a model whose logits are not lm_head(last hidden state) (Gemma 2's soft cap, Cohere's
         logit_scale, Granite's logits_scaling): every mode reads the answer tokens' LM-head rows, so its
         scores would not be the model's. Compared once, on the first row, with the model's own forward
@@ -106,7 +106,8 @@ class PromptReranker(Scorer):
             own = self.model(**row, logits_to_keep=1).logits[:, -1, token_ids].float()
         except TypeError:  # a model without logits_to_keep
             own = self.model(**row).logits[:, -1, token_ids].float()
-        ours = lm_head(hidden[:1])[:, token_ids].float()
+        hidden = self.model.base_model(**row).last_hidden_state[:, -1]  # the same pass: only the head differs
+        ours = lm_head(hidden)[:, token_ids].float()
         eps = torch.finfo(hidden.dtype).eps
         difference = (own - ours).abs().max().item()
         if difference > max(4 * eps, 1e-4) * max(1.0, own.abs().max().item()):
