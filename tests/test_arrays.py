@@ -94,6 +94,15 @@ def test_bad_inputs_are_named():
     assert tieaware.evaluate_arrays(idx, preds, target.astype(float), "mrr") == 0.75
 
 
+def test_no_rows_is_named():
+    empty = np.array([], np.int64)
+    with pytest.raises(tieaware.InputError, match="no rows"):
+        tieaware.evaluate_arrays(empty, np.array([]), empty, "mrr")
+    with pytest.raises(tieaware.InputError, match="no rows"):
+        tieaware.evaluate_arrays(torch.tensor([], dtype=torch.long), torch.tensor([]), torch.tensor([]), "mrr",
+                                 oblivious="torchmetrics")
+
+
 @pytest.mark.parametrize("run", [torch.zeros(3), np.zeros(3), (torch.tensor([0]), torch.tensor([0.5]))])
 def test_arrays_given_to_evaluate_point_to_evaluate_arrays(run):
     with pytest.raises(tieaware.InputError, match="go to tieaware.evaluate_arrays"):

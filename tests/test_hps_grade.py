@@ -12,7 +12,7 @@ from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM 
 
 import tieaware  # noqa: E402
 from tieaware.errors import InputError  # noqa: E402
-from tieaware.hps import GradeReranker, TieWarning  # noqa: E402
+from tieaware.hps import GradeReranker, TieWarning, YesNoReranker  # noqa: E402
 from tieaware.hps.grade import grade_scores  # noqa: E402
 
 GRADES = [str(g) for g in range(11)]
@@ -97,6 +97,29 @@ def test_expected_and_erank_equal_a_hand_computation_from_the_fp32_logits(score)
         assert run[qid][docid] == pytest.approx(expected, rel=1e-6)
         if score == "expected":
             assert 0 <= run[qid][docid] <= 10
+
+
+@pytest.mark.parametrize("scorer", ["grade", "yes/no"])
+def test_a_model_whose_logits_are_not_its_lm_head_output_is_refused(scorer):
+    """Gemma 2 soft-caps its logits after the LM head (tanh(z / 30) * 30): the answer tokens' LM-head
+    rows alone would give other scores than the model's, so the reranker refuses it, in every mode."""
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Gemma2Config(vocab_size=len(TOKENIZER.get_vocab()), hidden_size=32, intermediate_size=64,
+                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                          max_position_embeddings=128, pad_token_id=0)
+    model = Gemma2ForCausalLM(config).eval()
+    with torch.no_grad():
+        model.lm_head.weight.mul_(100)  # logits of tens: the soft cap bends them
+    kwargs = {"yes_token": "1", "no_token": "0"} if scorer == "yes/no" else {}
+    cls = YesNoReranker if scorer == "yes/no" else GradeReranker
+    for hps in ("head", "logits", "none"):
+        scorer_ = cls(model, TOKENIZER, template=TEMPLATE, show_progress=False, hps=hps, **kwargs)
+        with pytest.raises(InputError, match="Gemma2ForCausalLM.*final_logit_softcapping"):
+            scorer_.rerank(FEW_QUERIES, FEW_DOCS, CANDIDATES)
+    # a model without it passes the check (and its scores are the model's: the hand computation tests)
+    reranker().rerank(FEW_QUERIES, FEW_DOCS, CANDIDATES)
 
 
 def test_grade_scores_formulas():

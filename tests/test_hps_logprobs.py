@@ -59,6 +59,8 @@ def test_k_keeps_the_tie_group_and_argmax_warns_by_design():
     ({"q": {"d": {"yes": -0.1}}}, r"query 'q', doc 'd': no grade token among \['yes'\]"),
     ({"q": {"d": {"3": float("nan")}}}, "log-prob of '3' is nan"),
     ({"q": {"d": {"3": "x"}}}, "log-prob of '3' is 'x'"),
+    ({"q": {"d": {"3": 0.9, "2": 0.1}}}, r"log-prob of '3' is 0\.9: above 0.*probabilities"),
+    ({"q": {"d": {"3": -0.5, "2": float("inf")}}}, "log-prob of '2' is inf"),
 ])
 def test_bad_records_name_the_pair(records, message):
     with pytest.raises(InputError, match=message):

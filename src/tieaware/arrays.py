@@ -42,6 +42,8 @@ def _checked(indexes, preds, target) -> tuple[np.ndarray, np.ndarray, np.ndarray
         raise InputError(f"indexes, preds and target must have the same shape, got {idx.shape}, {scores.shape} "
                          f"and {grades.shape}.")
     idx, scores, grades = idx.reshape(-1), scores.reshape(-1), grades.reshape(-1)
+    if not idx.size:
+        raise InputError("indexes, preds and target are empty: no rows to evaluate.")
     if idx.dtype.kind not in "iu":
         raise InputTypeError(f"indexes must be integers (the query of each row), got dtype {idx.dtype}.")
     if scores.dtype.kind == "b":
@@ -68,7 +70,7 @@ def arrays_to_dicts(indexes, preds, target, torch_order: bool = False) -> tuple[
             them (``torch.sort(indexes)``, not stable) instead of row order.
 
     Raises:
-        InputError: shapes differ, a NaN score, a non-integer grade, non-integer indexes.
+        InputError: no rows, shapes differ, a NaN score, a non-integer grade, non-integer indexes.
     """
     idx, scores, grades = _checked(indexes, preds, target)
     n = idx.size
@@ -80,10 +82,10 @@ def arrays_to_dicts(indexes, preds, target, torch_order: bool = False) -> tuple[
     else:
         row_order = np.argsort(idx, kind="stable")
     sorted_idx = idx[row_order]
-    starts = np.flatnonzero(np.r_[True, sorted_idx[1:] != sorted_idx[:-1]]) if n else np.empty(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, sorted_idx[1:] != sorted_idx[:-1]])
     bounds = np.r_[starts, n].tolist()
     query_ids = sorted_idx[starts].astype(str).tolist()
-    width = len(str(max(n - 1, 0)))
+    width = len(str(n - 1))
     doc_ids = np.char.zfill(row_order.astype(str), width).tolist()
     score_list = scores[row_order].astype(np.float64).tolist()
     grade_list = grades[row_order].astype(np.int64).tolist()
@@ -111,7 +113,7 @@ def evaluate_arrays(indexes, preds, target, metrics, **options):
         What `tieaware.evaluate` returns; queries are keyed by their index value as a string.
 
     Raises:
-        InputError: shapes differ, a NaN score, a non-integer grade, non-integer indexes.
+        InputError: no rows, shapes differ, a NaN score, a non-integer grade, non-integer indexes.
 
     Examples:
         >>> import numpy as np

@@ -87,7 +87,8 @@ def tool_order(tool: str, family: str, k: int | None) -> str:
     """The order inside tie groups (`TIE_ORDERS`) that `tool` (one of `OBLIVIOUS_ORDERS`) uses for a metric.
 
     sentence-transformers' ``InformationRetrievalEvaluator`` (6.x) sorts by (-score, corpus id):
-    doc id ascending; its ``CrossEncoderRerankingEvaluator`` ranks for MRR by
+    doc id ascending (as strings: given integer corpus ids it compares numbers, which is not reproduced);
+    its ``CrossEncoderRerankingEvaluator`` ranks for MRR by
     ``np.argsort(scores)[::-1]`` (numpy's unstable sort, its tie order depending on the CPU's sort
     routines, so reproduced by running it on the float32 scores in input order); its nDCG is
     sklearn's tie-averaged ``ndcg_score`` (E[nDCG]) and its MAP sklearn's ``average_precision_score``,

@@ -185,8 +185,8 @@ def run_from_logprobs(records, *, grades: Iterable[int] = DEFAULT_GRADES, score:
         a ranx Run; ``run.metadata`` holds score, grades and the tie census (`report_ties`).
 
     Raises:
-        InputError: a pair with no grade token, a log-prob that is not a finite number or NaN, a bad
-            JSONL line (named by file:line).
+        InputError: a pair with no grade token, a log-prob that is not a number, NaN, +inf or above 0
+            (probabilities given for log-probabilities), a bad JSONL line (named by file:line).
     """
     grades, score = check_grades(grades), check_score(score)
     if isinstance(records, (str, os.PathLike)):
@@ -208,6 +208,9 @@ def run_from_logprobs(records, *, grades: Iterable[int] = DEFAULT_GRADES, score:
                 if isinstance(logprob, bool) or not isinstance(logprob, (int, float, np.floating, np.integer)) \
                         or np.isnan(logprob) or logprob == np.inf:
                     raise InputError(f"query {qid!r}, doc {docid!r}: log-prob of {token!r} is {logprob!r}")
+                if logprob > 0:
+                    raise InputError(f"query {qid!r}, doc {docid!r}: log-prob of {token!r} is {logprob!r}: above 0, "
+                                     "so not a log-probability (probabilities? give their logarithms)")
                 col = grade_of(str(token), column)
                 if col is not None:
                     logits[row, col] = np.logaddexp(logits[row, col], float(logprob))

@@ -17,6 +17,10 @@ QWEN3_RERANKER_TEMPLATE = (
 DEFAULT_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
 
 
+#: config attributes with which a causal LM transforms its LM head's output (named in `_check_head`'s error)
+LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling", "lm_head_multiplier")
+
+
 class PromptReranker(Scorer):
     """A causal LM scored at the answer slot of a prompt: `template` filled with {query}, {document} and
     optionally {instruction} (and the subclass' own fields); only the document is truncated so the prompt
@@ -79,7 +83,10 @@ class PromptReranker(Scorer):
         with self._progress(len(query_texts), "pair") as bar, eval_mode(self.model):
             for batch in length_sorted_batches(lengths, self.batch_size):
                 prompts = self._prompts([query_texts[i] for i in batch], [doc_texts[i] for i in batch])
-                hidden = self.model.base_model(**self._left_padded(prompts)).last_hidden_state[:, -1]
+                inputs = self._left_padded(prompts)
+                hidden = self.model.base_model(**inputs).last_hidden_state[:, -1]
+                if not getattr(self, "_head_checked", False):
+                    self._check_head(inputs, lm_head, token_ids)
                 logits = {}
                 if {"none", "upcast"} & set(modes):
                     logits["none"] = logits["upcast"] = lm_head(hidden)[:, token_ids]
@@ -89,15 +96,41 @@ class PromptReranker(Scorer):
                 bar.update(len(batch))
 
 
+    def _check_head(self, inputs: dict, lm_head: torch.nn.Module, token_ids) -> None:
+        """Refuse a model whose logits are not lm_head(last hidden state) (Gemma 2's soft cap, Cohere's
+        logit_scale, Granite's logits_scaling): every mode reads the answer tokens' LM-head rows, so its
+        scores would not be the model's. Compared once, on the first row, with the model's own forward
+        pass, to a tolerance of a few roundings of the model dtype."""
+        row = {name: t[:1] for name, t in inputs.items()}
+        try:
+            own = self.model(**row, logits_to_keep=1).logits[:, -1, token_ids].float()
+        except TypeError:  # a model without logits_to_keep
+            own = self.model(**row).logits[:, -1, token_ids].float()
+        hidden = self.model.base_model(**row).last_hidden_state[:, -1]  # the same pass: only the head differs
+        ours = lm_head(hidden)[:, token_ids].float()
+        eps = torch.finfo(hidden.dtype).eps
+        difference = (own - ours).abs().max().item()
+        if difference > max(4 * eps, 1e-4) * max(1.0, own.abs().max().item()):
+            config = getattr(self.model, "config", None)
+            known = [f"{name}={getattr(config, name)!r}" for name in LOGIT_TRANSFORMS
+                     if getattr(config, name, None) not in (None, 1, 1.0)]
+            raise InputError(f"{type(self.model).__name__} does not compute its logits as lm_head(last hidden "
+                             f"state) (they differ by {difference:.3g} at the answer slot"
+                             f"{'; its config sets ' + ', '.join(known) if known else ''}): the answer tokens' "
+                             "LM-head rows would not give the model's scores, so this model cannot be scored here")
+        self._head_checked = True
+
+
 class YesNoReranker(PromptReranker):
     """Score = P(yes) = softmax([z_no, z_yes])[1], z = the LM-head logits of the two tokens at the last
     prompt position (computed as exp(log_softmax), as the Qwen3-Reranker reference code does).
 
     The prompt is `template` with {query}, {document} and optionally {instruction} (see PromptReranker).
     hps='head' (default) computes the two logits in fp32 from the model-dtype last hidden state with the
-    two LM-head rows in fp32 (assumes logits = lm_head(last hidden state), true of the Llama/Qwen/Mistral
-    families); hps='logits' (or True, the paper's HPS) upcasts the two model-dtype logits before the
-    softmax; hps='none' runs it all in the model dtype. See Scorer for the common arguments.
+    two LM-head rows in fp32 (every mode reads logits as lm_head(last hidden state), checked once against
+    the model's own forward pass: a model that transforms them, such as Gemma 2's soft cap, is refused);
+    hps='logits' (or True, the paper's HPS) upcasts the two model-dtype logits before the softmax;
+    hps='none' runs it all in the model dtype. See Scorer for the common arguments.
     """
 
     def __init__(self, model, tokenizer=None, *, template: str = QWEN3_RERANKER_TEMPLATE,
