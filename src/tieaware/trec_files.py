@@ -213,8 +213,8 @@ def _layout_hint(kind: str, n_cols: int) -> str:
                 "(qid docid rank score): was a qrels file given as the run? Write runs as 'qid Q0 docid rank "
                 "score tag'.")
     if kind == "run" and n_cols == 3:
-        return (" Three columns: a qid<TAB>docid<TAB>score run (tab-separated, MS MARCO style) is read with "
-                "tieaware.inputs.read_tsv_run, or by evaluate from a file (not a pipe).")
+        return (" Three columns: a qid<TAB>docid<TAB>score run (tab-separated, MS MARCO style) is read in memory, "
+                "by evaluate from a file (not streamed, not a pipe) or with tieaware.inputs.read_tsv_run.")
     if kind == "qrels" and n_cols >= 6:
         return " It looks like a run line (qid Q0 docid rank score tag): was a run file given as the qrels?"
     return ""
