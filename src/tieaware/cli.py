@@ -297,6 +297,11 @@ def _write_trec(frame, runids: dict, num_queries: dict, lines: list, relevance_l
             out.write(f"{trec_name:<22}\tall\t{fixed(means[first[trec_name]], digits, 6)}\n")
 
 
+#: `inputs.file_format`'s names of the run formats read in memory, as the CLI's errors name them
+_FORM_NAMES = {"tsv": "qid<TAB>docid<TAB>score (TSV)", "json": "JSON", "jsonl": "JSONL predictions", "lz4": "LZ4",
+               "parquet": "Parquet"}
+
+
 def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
     """(report, run tag or None) of one run file evaluated as trec_eval evaluates it: queries without qrels
     dropped with a warning, ``-M`` applied; qrels queries the run lacks are an error without ``-c``
@@ -306,7 +311,8 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
     from .evaluation import evaluate
     from .inputs import file_format, load_run, without_identical_ids
 
-    trec = file_format(path) == "trec"
+    form = file_format(path)
+    trec = form == "trec"
     if args.max_docs is None and trec:
         from .streaming import evaluate_file
 
@@ -325,8 +331,11 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
             _say("eval", "warning", f"run {path}: {len(streamed.extra)} of its {streamed.run_queries} queries have "
                  f"no qrels and are not evaluated (e.g. {streamed.extra[:5]}), as trec_eval does.")
         return report, streamed.run_tag
-    if args.stream:
+    if args.stream and args.max_docs is not None:
         raise InputError("-M reads each run in memory: drop --stream (or cut the run file first).")
+    if args.stream:
+        raise InputError(f"--stream reads TREC run files; this is a {_FORM_NAMES[form]} run, read in memory: "
+                         "drop --stream.")
     if trec:
         from .trec_files import read_trec
 
