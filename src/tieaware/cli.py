@@ -351,7 +351,8 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
     elif args.max_docs is not None:
         raise InputError("-M takes TREC or ranx JSON run files.")
     report = evaluate(qrels, run, metrics, make_comparable=args.make_comparable, oblivious=args.oblivious,
-                      relevance_level=args.relevance_level, per_query_out=args.per_query_out)
+                      relevance_level=args.relevance_level, per_query_out=args.per_query_out,
+                      ignore_identical_ids=args.ignore_identical_ids)  # none left: recorded in per_query_out
     return report, tag
 
 

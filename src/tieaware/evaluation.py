@@ -143,7 +143,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         from .streaming import write_per_query
 
         write_per_query(per_query_out, {name: r.per_query for name, r in results.items()}, oblivious=oblivious,
-                        relevance_level=relevance_level)
+                        relevance_level=relevance_level, ignore_identical_ids=ignore_identical_ids)
     if not query_ids:
         warnings.warn("No queries to evaluate (empty qrels and run): every result is NaN.", RuntimeWarning,
                       stacklevel=2)

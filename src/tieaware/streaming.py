@@ -197,7 +197,8 @@ def evaluate_file(qrels, path, metrics, *, relevance_level: int = 1, oblivious: 
                                for spec in specs})
     if per_query_out is not None:
         write_per_query(per_query_out, {name: result.per_query for name, result in report.items()},
-                        oblivious=oblivious, relevance_level=relevance_level)
+                        oblivious=oblivious, relevance_level=relevance_level,
+                        ignore_identical_ids=ignore_identical_ids)
     return report, streamed._replace(frames={})
 
 
@@ -211,13 +212,15 @@ META_KEY = "tieaware-per-query"
 #: Tag of a per-query TSV's last line: the SHA-256 of every byte before it.
 _CHECKSUM = "#sha256"
 #: What defines a per-query table's numbers; shards merge only when all of these agree.
-_DEFINING = ("metrics", "relevance_level", "oblivious", "tieaware")
+_DEFINING = ("metrics", "relevance_level", "oblivious", "ignore_identical_ids", "tieaware")
 
 
-def write_per_query(path, frames: dict, *, oblivious: str, relevance_level) -> None:
+def write_per_query(path, frames: dict, *, oblivious: str, relevance_level,
+                    ignore_identical_ids: bool = False) -> None:
     """Write per-query rows (metric, query_id, statistics, oblivious_order) as TSV, or Parquet for a
     ``.parquet``/``.parq`` path, with what defines the numbers for `merge` to check: the metric
-    names (in order), ``relevance_level``, the tie order, the tieaware version and the query count
+    names (in order), ``relevance_level``, the tie order, ``ignore_identical_ids``, the tieaware version
+    and the query count
     (TSV: a first line ``#tieaware-per-query<TAB>{json}``; Parquet: schema metadata), and a checksum
     of the content (TSV: a last line ``#sha256<TAB>{hex}`` of every byte before it; Parquet: page
     checksums), so a damaged or edited table is refused. Query ids are quoted in the TSV, so any text
@@ -229,7 +232,7 @@ def write_per_query(path, frames: dict, *, oblivious: str, relevance_level) -> N
     path = Path(path)
     check_utf8_ids(query_ids, f"per-query table {str(path)!r}")
     meta = {"metrics": list(frames), "relevance_level": relevance_level, "oblivious": oblivious,
-            "tieaware": __version__, "queries": len(query_ids)}
+            "ignore_identical_ids": bool(ignore_identical_ids), "tieaware": __version__, "queries": len(query_ids)}
     rows = pd.concat([frame.reset_index().assign(metric=name, oblivious_order=oblivious)
                       for name, frame in frames.items()])[_ROW_COLUMNS] if frames else \
         pd.DataFrame(columns=_ROW_COLUMNS)
@@ -285,6 +288,7 @@ def _read_table(path: Path) -> tuple[dict, pd.DataFrame]:
                          "by per_query_out / --per-query-out of this tieaware version; evaluate the shard again.")
     try:
         meta = json.loads(raw)
+        meta.setdefault("ignore_identical_ids", False)  # tables written before the option existed
         missing = [key for key in (*_DEFINING, "queries") if key not in meta]
     except (ValueError, TypeError):
         missing = ["readable JSON"]
@@ -337,7 +341,7 @@ def merge(paths) -> EvaluationReport:
     Raises:
         InputError: naming the files, when a table has no tieaware metadata, is cut off, damaged or
             edited, when tables differ in what defines the numbers (metric names, relevance level,
-            tie order, tieaware version), or when a query is in two tables.
+            tie order, ignore_identical_ids, tieaware version), or when a query is in two tables.
     """
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not paths:
