@@ -78,7 +78,8 @@ def _grouped_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None
 
 
 def _bucket_chunks(path: Path, order: list) -> Iterator[dict]:
-    """Partition the file by query into temporary buckets, then yield each bucket's queries."""
+    """Partition the file by query into temporary buckets (qid, docid, score, line number), then yield each
+    bucket's queries."""
     n_buckets = max(1, os.path.getsize(path) // BUCKET_BYTES + 1)
     with tempfile.TemporaryDirectory(prefix="tieaware-buckets-") as folder:
         handles = [open(Path(folder, f"{b}.tsv"), "w", encoding="utf-8", newline="") for b in range(n_buckets)]
@@ -92,16 +93,16 @@ def _bucket_chunks(path: Path, order: list) -> Iterator[dict]:
                         order.append(qid)
                     lo, hi = block.seg_start[segment], block.seg_start[segment + 1]
                     handles[zlib.crc32(qid.encode()) % n_buckets].write(
-                        "".join(f"{qid}\t{docid}\t{score!r}\n" for docid, score in zip(block.doc_ids[lo:hi],
-                                                                                         values[lo:hi])))
+                        "".join(f"{qid}\t{docid}\t{score!r}\t{line}\n" for docid, score, line in
+                                zip(block.doc_ids[lo:hi], values[lo:hi], block.lines[lo:hi].tolist())))
         finally:
             for handle in handles:
                 handle.close()
         for b in range(n_buckets):
             chunk: dict = {}
             with open(Path(folder, f"{b}.tsv"), encoding="utf-8", newline="") as handle:
-                for qid, docid, score in csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
-                    put_value(chunk, qid, docid, float(score), str(path))
+                for qid, docid, score, line in csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
+                    put_value(chunk, qid, docid, float(score), f"{path}:{line}")
             if chunk:
                 yield chunk
 
