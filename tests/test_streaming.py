@@ -74,6 +74,19 @@ def test_a_document_twice_in_an_unsorted_file_names_its_line(tmp_path, text, lin
     assert str(streamed_error.value) == str(memory_error.value)
 
 
+@pytest.mark.parametrize("block_bytes", [16, 1 << 21])
+def test_run_tag_of_an_unsorted_file_is_its_last_lines(tmp_path, monkeypatch, block_bytes):
+    import tieaware.trec_files as trec_files
+    from tieaware.streaming import evaluate_file
+
+    monkeypatch.setattr(trec_files, "BLOCK_BYTES", block_bytes)  # the query comes back in a later block
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 d1 1 3 A\nq2 Q0 d1 1 3 B\nq1 Q0 d2 2 2 C\nq2 Q0 d3 3 1 D\n")
+    with pytest.warns(RuntimeWarning, match="not grouped by query"):
+        _, streamed = evaluate_file({"q1": {"d1": 1}, "q2": {"d1": 1}}, path, ["P@1"])
+    assert streamed.run_tag == "D"  # trec_eval's runid: the last line's tag
+
+
 def test_query_mismatch_and_make_comparable_as_in_memory(tmp_path):
     qrels, run = _data()
     qrels["only_in_qrels"] = {"x": 1}

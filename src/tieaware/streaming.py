@@ -77,15 +77,16 @@ def _grouped_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None
         yield chunk
 
 
-def _bucket_chunks(path: Path, order: list) -> Iterator[dict]:
+def _bucket_chunks(source: TrecFile, order: list) -> Iterator[dict]:
     """Partition the file by query into temporary buckets (qid, docid, score, line number), then yield each
     bucket's queries."""
+    path = source.path
     n_buckets = max(1, os.path.getsize(path) // BUCKET_BYTES + 1)
     with tempfile.TemporaryDirectory(prefix="tieaware-buckets-") as folder:
         handles = [open(Path(folder, f"{b}.tsv"), "w", encoding="utf-8", newline="") for b in range(n_buckets)]
         try:
             seen = set()
-            for block in TrecFile(path, "run").blocks():
+            for block in source.blocks():
                 values = block.values.tolist()
                 for segment, qid in enumerate(block.query_ids):
                     if qid not in seen:
@@ -169,7 +170,8 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
         warnings.warn(f"run file {str(path)!r} is not grouped by query ({reason}): partitioning it by query "
                       "first (one extra pass).", RuntimeWarning, stacklevel=3)
         order, extra, pieces = [], [], {spec.name: [] for spec in specs}
-        for chunk in _bucket_chunks(path, order):
+        source = TrecFile(path, "run")  # read whole: its tag is the last line's
+        for chunk in _bucket_chunks(source, order):
             evaluate_chunk(chunk)
     if not order:  # as the in-memory reader (`inputs.read_trec_run`), also with make_comparable
         raise InputError(f"run file {str(path)!r} holds no run lines.")
