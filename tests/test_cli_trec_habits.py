@@ -287,3 +287,11 @@ def test_stream_on_a_run_read_in_memory_names_the_format_not_m(capsys, tmp_path,
     assert "-M reads each run in memory" in capsys.readouterr().err
     rows, _ = eval_json(capsys, qrels, run, "-m", "P.1")
     assert rows["P.1"]["expected"] == 1.0
+
+
+def test_an_unsorted_run_is_one_warning_line(capsys):
+    # trec_eval's own results.trunc comes back to query 301: the partitioning is said in the CLI's words
+    assert main(["eval", str(TREC / "qrels.test.gz"), str(TREC / "results.trunc"), "-m", "map", "-c"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("tieaware eval: warning: run file"), err
+    assert "not grouped by query" in err and "results.trunc:3" in err

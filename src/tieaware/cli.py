@@ -317,11 +317,15 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
         from .streaming import evaluate_file
 
         try:
-            report, streamed = evaluate_file(qrels, path, metrics, relevance_level=args.relevance_level,
-                                             oblivious=args.oblivious, make_comparable=args.make_comparable,
-                                             chunk_queries=None if args.stream in (None, True) else args.stream,
-                                             per_query_out=args.per_query_out,
-                                             ignore_identical_ids=args.ignore_identical_ids)
+            with warnings.catch_warnings(record=True) as caught:  # a run not grouped by query: one stderr line
+                warnings.simplefilter("always")
+                report, streamed = evaluate_file(qrels, path, metrics, relevance_level=args.relevance_level,
+                                                 oblivious=args.oblivious, make_comparable=args.make_comparable,
+                                                 chunk_queries=None if args.stream in (None, True) else args.stream,
+                                                 per_query_out=args.per_query_out,
+                                                 ignore_identical_ids=args.ignore_identical_ids)
+            for warning in caught:
+                _say("eval", "warning", str(warning.message))
         except QueryMismatchError as exc:
             if exc.extra:
                 _say("eval", "warning", f"run {path}: {len(exc.extra)} of its queries have no qrels and are not "
