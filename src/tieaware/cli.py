@@ -652,10 +652,12 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--stream", nargs="?", type=_positive_int, const=True, default=None, metavar="QUERIES",
                     help="chunks of N whole queries (--stream N); a TREC run is always read chunk by chunk "
                     "(default: 1,000 queries or about 65,536 documents a chunk), so memory grows with the "
-                    "chunk, not the run; bare --stream is accepted and changes nothing")
+                    "chunk, not the run; bare --stream changes nothing for a TREC run; runs read in memory "
+                    "(-M, TSV, JSON, JSONL, Parquet, LZ4) refuse --stream")
     ev.add_argument("--per-query-out", metavar="PATH",
-                    help="write per-query rows (TSV, or .parquet) with the metrics, -l, tie order and tieaware "
-                    "version, for `tieaware merge`; the file appears only once complete")
+                    help="write per-query rows (TSV, or .parquet) with the metrics, -l, tie order, "
+                    "--ignore-identical-ids and tieaware version, for `tieaware merge`; the file appears only "
+                    "once complete")
     _identical_ids_option(ev)
     ev.set_defaults(handler=cmd_eval)
 
