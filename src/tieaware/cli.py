@@ -664,8 +664,9 @@ def build_parser() -> argparse.ArgumentParser:
     mg = commands.add_parser("merge", help="combine per-query tables of shards into one report",
                              description="Combine the --per-query-out tables of shards (disjoint sets of queries, "
                              "evaluated one process each) into the report a single evaluation gives. Tables that "
-                             "differ in metrics, relevance level, tie order or tieaware version, a query in two "
-                             "tables, and a damaged or cut-off table are errors naming the files.")
+                             "differ in metrics, relevance level, tie order, --ignore-identical-ids or tieaware "
+                             "version, a query in two tables, and a damaged or cut-off table are errors naming the "
+                             "files.")
     mg.add_argument("tables", nargs="+", metavar="table")
     mg.add_argument("-o", "--output", choices=("table", "tsv", "csv", "json"), default="table")
     mg.add_argument("--digits", type=_digits, default=4, help="decimals in table output (0-15, default 4)")
