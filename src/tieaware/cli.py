@@ -318,7 +318,6 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
 
         try:
             with warnings.catch_warnings(record=True) as caught:  # a run not grouped by query: one stderr line
-                warnings.simplefilter("always")
                 report, streamed = evaluate_file(qrels, path, metrics, relevance_level=args.relevance_level,
                                                  oblivious=args.oblivious, make_comparable=args.make_comparable,
                                                  chunk_queries=None if args.stream in (None, True) else args.stream,
