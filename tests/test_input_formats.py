@@ -138,6 +138,17 @@ def test_streaming_a_tsv_run_says_what_to_do(tmp_path):
         tieaware.evaluate(QRELS, str(path), "mrr", stream=True)
 
 
+@pytest.mark.parametrize("name, text", [
+    ("run.json", '{"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.25}, "q2": {"d2": 0.75, "d1": 0.75}}'),
+    ("run.jsonl", '{"query_id": "q1", "results": [{"corpus_id": "d1", "score": 0.5}]}\n'),
+])
+def test_streaming_a_run_of_another_format_names_it(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError, match=r"stream=True reads TREC run files; .* is a JSON.* run .* read in memory"):
+        tieaware.evaluate(QRELS, str(path), "mrr", stream=True, make_comparable=True)
+
+
 @pytest.mark.parametrize("text, match", [
     ("q1\td1\t0.5\nq1\td2\n", r"run.tsv:2: a tab-separated run line"),
     ("q1\td1\t0.5\nq1\td2\tx\n", r"run.tsv:2: score 'x' is not a number"),

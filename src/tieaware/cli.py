@@ -297,11 +297,6 @@ def _write_trec(frame, runids: dict, num_queries: dict, lines: list, relevance_l
             out.write(f"{trec_name:<22}\tall\t{fixed(means[first[trec_name]], digits, 6)}\n")
 
 
-#: `inputs.file_format`'s names of the run formats read in memory, as the CLI's errors name them
-_FORM_NAMES = {"tsv": "qid<TAB>docid<TAB>score (TSV)", "json": "JSON", "jsonl": "JSONL predictions", "lz4": "LZ4",
-               "parquet": "Parquet"}
-
-
 def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
     """(report, run tag or None) of one run file evaluated as trec_eval evaluates it: queries without qrels
     dropped with a warning, ``-M`` applied; qrels queries the run lacks are an error without ``-c``
@@ -309,7 +304,7 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
     (`streaming.evaluate_file`; ``--stream N``: N queries a chunk), so memory grows with the chunk, not the
     run; with ``-M``, and JSON, Parquet or LZ4 runs, the run is read in memory."""
     from .evaluation import evaluate
-    from .inputs import file_format, load_run, without_identical_ids
+    from .inputs import FORMAT_NAMES, file_format, load_run, without_identical_ids
 
     form = file_format(path)
     trec = form == "trec"
@@ -337,7 +332,7 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
     if args.stream and args.max_docs is not None:
         raise InputError("-M reads each run in memory: drop --stream (or cut the run file first).")
     if args.stream:
-        raise InputError(f"--stream reads TREC run files; this is a {_FORM_NAMES[form]} run, read in memory: "
+        raise InputError(f"--stream reads TREC run files; this is a {FORMAT_NAMES[form]} run, read in memory: "
                          "drop --stream.")
     if trec:
         from .trec_files import read_trec

@@ -355,6 +355,11 @@ def file_format(path) -> str:
     return form
 
 
+#: `file_format`'s formats as errors name them
+FORMAT_NAMES = {"trec": "TREC", "tsv": "TSV qid<TAB>docid<TAB>score", "json": "JSON", "jsonl": "JSONL predictions",
+                "lz4": "LZ4", "parquet": "Parquet"}
+
+
 def _from_file(path: Path, kind: str) -> dict:
     form = file_format(path)
     if form == "json":

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError, QueryMismatchError
-from .inputs import _checked_path, is_ranx_qrels, load_qrels, put_value
+from .inputs import FORMAT_NAMES, _checked_path, file_format, is_ranx_qrels, load_qrels, put_value
 from .metrics import parse_metrics
 from .outputs import atomic_output, check_utf8_ids
 from .report import PER_QUERY_COLUMNS, EvaluationReport, MetricResult, per_query_frame
@@ -140,6 +140,11 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
         raise InputError(f"stream must be True or a positive number of queries per chunk, got {chunk_queries!r}.")
     source = TrecFile(run, "run")
     path = source.path
+    form = file_format(path)
+    if form != "trec":
+        raise InputError(f"stream=True reads TREC run files; {str(path)!r} is a {FORMAT_NAMES[form]} run (by its "
+                         f"{'first line' if form == 'tsv' else 'suffix'}): such a run is read in memory; evaluate "
+                         "it without stream.")
     qrels = load_qrels(qrels)
     if is_ranx_qrels(qrels):
         qrels = qrels.to_dict()
