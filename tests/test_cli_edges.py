@@ -38,7 +38,8 @@ def _shards(tmp_path, suffix=".tsv", splits=(("q1", "q2"), ("q3", "q4")), **opti
 # ------------------------------------------------------------------- merge
 @pytest.mark.parametrize("suffix", [".tsv", ".parquet"])
 @pytest.mark.parametrize("change", [dict(metrics=["ndcg@10", "mrr"]), dict(metrics=["mrr", "P@2", "ndcg@10"]),
-                                    dict(relevance_level=2), dict(oblivious="input")])
+                                    dict(relevance_level=2), dict(oblivious="input"),
+                                    dict(ignore_identical_ids=True)])
 def test_merge_refuses_shards_evaluated_differently(tmp_path, capsys, suffix, change):
     first = _shards(tmp_path, suffix, splits=(("q1", "q2"),))[0]
     other = tmp_path / f"other{suffix}"
@@ -50,6 +51,24 @@ def test_merge_refuses_shards_evaluated_differently(tmp_path, capsys, suffix, ch
     assert str(first) in str(error.value) and str(other) in str(error.value)
     assert main(["merge", str(first), str(other)]) == 2
     _one_error_line(capsys, "merge")
+
+
+@pytest.mark.parametrize("how", [[], ["-M", "5"], ["--stream", "1"]])
+def test_cli_shards_record_ignore_identical_ids(tmp_path, capsys, how):
+    # document 'q1' of query 'q1' is dropped by --ignore-identical-ids: the shards' numbers differ, merge must refuse
+    qrels, runs = [tmp_path / "qrels0", tmp_path / "qrels1"], [tmp_path / "run0", tmp_path / "run1"]
+    for i, (q, r) in enumerate(zip(qrels, runs)):
+        q.write_text(f"q{i} 0 d1 1\n")
+        r.write_text(f"q{i} Q0 q{i} 1 0.9 t\nq{i} Q0 d1 2 0.5 t\n")
+    shards = [tmp_path / "s0.tsv", tmp_path / "s1.tsv"]
+    for q, run, shard, ignore in zip(qrels, runs, shards, (["--ignore-identical-ids"], [])):
+        assert main(["eval", str(q), str(run), "-m", "mrr", "--per-query-out", str(shard), *how, *ignore]) == 0
+    capsys.readouterr()
+    with pytest.raises(tieaware.InputError, match="differ in ignore identical ids"):
+        merge(shards)
+    assert main(["eval", str(qrels[1]), str(runs[1]), "-m", "mrr", "--per-query-out", str(shards[1]), *how,
+                 "--ignore-identical-ids"]) == 0
+    assert merge(shards)["mrr"].per_query["expected"].tolist() == [1.0, 1.0]
 
 
 def test_merge_refuses_another_tieaware_version(tmp_path, monkeypatch):

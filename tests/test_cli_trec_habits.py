@@ -273,3 +273,25 @@ def test_stream_treats_query_sets_as_in_memory(capsys, tmp_path, tiny):
     assert "in the run but not in the qrels" not in err
     rows, err = eval_json(capsys, qrels, run, "-m", "P.1", "-c", "--stream=1")
     assert rows["P.1"]["expected"] == 0.5 and "1 of its 2 queries have no qrels" in err
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".json"])
+def test_stream_on_a_run_read_in_memory_names_the_format_not_m(capsys, tmp_path, tiny, suffix):
+    qrels, _ = tiny
+    run = tmp_path / f"run{suffix}"
+    run.write_text("q1\td3\t0.5\nq2\te1\t0.25\n" if suffix == ".tsv" else '{"q1": {"d3": 0.5}, "q2": {"e1": 0.25}}')
+    assert main(["eval", qrels, str(run), "-m", "P.1", "--stream"]) == 2
+    err = capsys.readouterr().err
+    assert "-M" not in err and "--stream" in err and ("TSV" if suffix == ".tsv" else "JSON") in err
+    assert main(["eval", qrels, str(run), "-m", "P.1", "-M", "1", "--stream"]) == 2
+    assert "-M reads each run in memory" in capsys.readouterr().err
+    rows, _ = eval_json(capsys, qrels, run, "-m", "P.1")
+    assert rows["P.1"]["expected"] == 1.0
+
+
+def test_an_unsorted_run_is_one_warning_line(capsys):
+    # trec_eval's own results.trunc comes back to query 301: the partitioning is said in the CLI's words
+    assert main(["eval", str(TREC / "qrels.test.gz"), str(TREC / "results.trunc"), "-m", "map", "-c"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("tieaware eval: warning: run file"), err
+    assert "not grouped by query" in err and "results.trunc:3" in err

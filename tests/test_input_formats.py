@@ -102,6 +102,20 @@ def test_a_trec_file_is_never_read_as_tsv(tmp_path):
         load_run(path)
 
 
+@pytest.mark.parametrize("text", [
+    "q1 \t d1\t0.5\n q1\td3 \t0.25\nq2\td2\t0.75\n",  # spaces around ids, on the first line too
+    "q1\td1\t0.5\n\x0bq1\x0c\td3\r\t0.25\nq2\t  d2  \t0.75\r\n",  # other ASCII whitespace
+])
+def test_spaces_around_tsv_ids_are_not_part_of_them(tmp_path, text):
+    # ids hold no whitespace (TREC's rule too): 'q1 ' or ' d1' would match no qrels id
+    path = tmp_path / "run.tsv"
+    path.write_text(text)
+    assert load_run(path) == {"q1": {"d1": 0.5, "d3": 0.25}, "q2": {"d2": 0.75}}
+    assert read_tsv_run(path, third_column="rank") == {"q1": {"d1": -0.5, "d3": -0.25}, "q2": {"d2": -0.75}}
+    result = tieaware.evaluate(QRELS, str(path), "mrr", make_comparable=True)
+    assert result.per_query["expected"].tolist() == [1.0, 1.0]
+
+
 def test_ranks_in_the_third_column_are_refused_then_read_when_named(tmp_path):
     ranked = {"q1": {"d3": 0, "d1": 0, "d2": 0}, "q2": {"d2": 0, "d1": 0}}
     path = tmp_path / "msmarco.tsv"
@@ -122,6 +136,17 @@ def test_streaming_a_tsv_run_says_what_to_do(tmp_path):
     path.write_text(tsv(RUN))
     with pytest.raises(InputError, match="qid<TAB>docid<TAB>score run .* is read with tieaware.inputs.read_tsv_run"):
         tieaware.evaluate(QRELS, str(path), "mrr", stream=True)
+
+
+@pytest.mark.parametrize("name, text", [
+    ("run.json", '{"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.25}, "q2": {"d2": 0.75, "d1": 0.75}}'),
+    ("run.jsonl", '{"query_id": "q1", "results": [{"corpus_id": "d1", "score": 0.5}]}\n'),
+])
+def test_streaming_a_run_of_another_format_names_it(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError, match=r"stream=True reads TREC run files; .* is a JSON.* run .* read in memory"):
+        tieaware.evaluate(QRELS, str(path), "mrr", stream=True, make_comparable=True)
 
 
 @pytest.mark.parametrize("text, match", [

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import tieaware
-from tieaware.errors import QueryMismatchError
+from tieaware.errors import InputError, QueryMismatchError
 from tieaware.streaming import merge
 
 METRICS = ["ndcg@10", "mrr@10", "map@100", "P@5", "bpref", "Judged@5"]
@@ -57,6 +57,34 @@ def test_unsorted_and_compressed_files(tmp_path):
     with pytest.warns(RuntimeWarning, match="not grouped by query"):
         streamed = tieaware.evaluate(qrels, str(path), METRICS, stream=3)
     _assert_same(streamed, in_memory)
+
+
+@pytest.mark.parametrize("text, line", [
+    ("q1 Q0 d1 1 3 t\nq2 Q0 d1 1 3 t\nq1 Q0 d2 2 2 t\nq1 Q0 d1 3 1 t\n", 4),  # twice, after q2 came between
+    ("q1 Q0 d1 1 3 t\n\n# c\nq2 Q0 d1 1 3 t\nq1 Q0 d1 3 1 t\nq2 Q0 d2 1 3 t\n", 5),
+])
+def test_a_document_twice_in_an_unsorted_file_names_its_line(tmp_path, text, line):
+    path = tmp_path / "run.trec"
+    path.write_text(text)
+    qrels = {"q1": {"d1": 1}, "q2": {"d1": 1}}
+    with pytest.raises(InputError, match=f"{path}:{line}: document 'd1' appears twice") as memory_error:
+        tieaware.evaluate(qrels, str(path), "mrr")
+    with pytest.warns(RuntimeWarning, match="not grouped by query"), pytest.raises(InputError) as streamed_error:
+        tieaware.evaluate(qrels, str(path), "mrr", stream=True)
+    assert str(streamed_error.value) == str(memory_error.value)
+
+
+@pytest.mark.parametrize("block_bytes", [16, 1 << 21])
+def test_run_tag_of_an_unsorted_file_is_its_last_lines(tmp_path, monkeypatch, block_bytes):
+    import tieaware.trec_files as trec_files
+    from tieaware.streaming import evaluate_file
+
+    monkeypatch.setattr(trec_files, "BLOCK_BYTES", block_bytes)  # the query comes back in a later block
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 d1 1 3 A\nq2 Q0 d1 1 3 B\nq1 Q0 d2 2 2 C\nq2 Q0 d3 3 1 D\n")
+    with pytest.warns(RuntimeWarning, match="not grouped by query"):
+        _, streamed = evaluate_file({"q1": {"d1": 1}, "q2": {"d1": 1}}, path, ["P@1"])
+    assert streamed.run_tag == "D"  # trec_eval's runid: the last line's tag
 
 
 def test_query_mismatch_and_make_comparable_as_in_memory(tmp_path):

@@ -302,3 +302,16 @@ def test_the_scan_is_not_on_the_dict_path():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, lambda data: __import__("bz2").compress(data, 1),
+                                      __import__("lzma").compress])
+def test_a_cut_off_archive_names_the_lines_read_before_the_cut(tmp_path, compress):
+    text = "".join(f"q{i // 100} Q0 d{i} {i % 100 + 1} {i % 7} tag\n" for i in range(30_000)).encode()
+    data = compress(text)  # bzip2 in blocks of 100 kB: the cut leaves whole blocks before it
+    cut = tmp_path / "cut.run"
+    cut.write_bytes(data[:len(data) * 2 // 3])
+    with pytest.raises(InputError, match=r"cannot decompress the run file .* after line (\d+)") as error:
+        read_trec_run(cut)
+    read = int(re.search(r"after line (\d+)", str(error.value)).group(1))
+    assert 0 < read < 30_000  # the lines before the cut were read, and counted

@@ -304,18 +304,22 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
     (`streaming.evaluate_file`; ``--stream N``: N queries a chunk), so memory grows with the chunk, not the
     run; with ``-M``, and JSON, Parquet or LZ4 runs, the run is read in memory."""
     from .evaluation import evaluate
-    from .inputs import file_format, load_run, without_identical_ids
+    from .inputs import FORMAT_NAMES, file_format, load_run, without_identical_ids
 
-    trec = file_format(path) == "trec"
+    form = file_format(path)
+    trec = form == "trec"
     if args.max_docs is None and trec:
         from .streaming import evaluate_file
 
         try:
-            report, streamed = evaluate_file(qrels, path, metrics, relevance_level=args.relevance_level,
-                                             oblivious=args.oblivious, make_comparable=args.make_comparable,
-                                             chunk_queries=None if args.stream in (None, True) else args.stream,
-                                             per_query_out=args.per_query_out,
-                                             ignore_identical_ids=args.ignore_identical_ids)
+            with warnings.catch_warnings(record=True) as caught:  # a run not grouped by query: one stderr line
+                report, streamed = evaluate_file(qrels, path, metrics, relevance_level=args.relevance_level,
+                                                 oblivious=args.oblivious, make_comparable=args.make_comparable,
+                                                 chunk_queries=None if args.stream in (None, True) else args.stream,
+                                                 per_query_out=args.per_query_out,
+                                                 ignore_identical_ids=args.ignore_identical_ids)
+            for warning in caught:
+                _say("eval", "warning", str(warning.message))
         except QueryMismatchError as exc:
             if exc.extra:
                 _say("eval", "warning", f"run {path}: {len(exc.extra)} of its queries have no qrels and are not "
@@ -325,8 +329,11 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
             _say("eval", "warning", f"run {path}: {len(streamed.extra)} of its {streamed.run_queries} queries have "
                  f"no qrels and are not evaluated (e.g. {streamed.extra[:5]}), as trec_eval does.")
         return report, streamed.run_tag
-    if args.stream:
+    if args.stream and args.max_docs is not None:
         raise InputError("-M reads each run in memory: drop --stream (or cut the run file first).")
+    if args.stream:
+        raise InputError(f"--stream reads TREC run files; this is a {FORMAT_NAMES[form]} run, read in memory: "
+                         "drop --stream.")
     if trec:
         from .trec_files import read_trec
 
@@ -342,7 +349,8 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
     elif args.max_docs is not None:
         raise InputError("-M takes TREC or ranx JSON run files.")
     report = evaluate(qrels, run, metrics, make_comparable=args.make_comparable, oblivious=args.oblivious,
-                      relevance_level=args.relevance_level, per_query_out=args.per_query_out)
+                      relevance_level=args.relevance_level, per_query_out=args.per_query_out,
+                      ignore_identical_ids=args.ignore_identical_ids)  # none left: recorded in per_query_out
     return report, tag
 
 
@@ -638,18 +646,21 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--stream", nargs="?", type=_positive_int, const=True, default=None, metavar="QUERIES",
                     help="chunks of N whole queries (--stream N); a TREC run is always read chunk by chunk "
                     "(default: 1,000 queries or about 65,536 documents a chunk), so memory grows with the "
-                    "chunk, not the run; bare --stream is accepted and changes nothing")
+                    "chunk, not the run; bare --stream changes nothing for a TREC run; runs read in memory "
+                    "(-M, TSV, JSON, JSONL, Parquet, LZ4) refuse --stream")
     ev.add_argument("--per-query-out", metavar="PATH",
-                    help="write per-query rows (TSV, or .parquet) with the metrics, -l, tie order and tieaware "
-                    "version, for `tieaware merge`; the file appears only once complete")
+                    help="write per-query rows (TSV, or .parquet) with the metrics, -l, tie order, "
+                    "--ignore-identical-ids and tieaware version, for `tieaware merge`; the file appears only "
+                    "once complete")
     _identical_ids_option(ev)
     ev.set_defaults(handler=cmd_eval)
 
     mg = commands.add_parser("merge", help="combine per-query tables of shards into one report",
                              description="Combine the --per-query-out tables of shards (disjoint sets of queries, "
                              "evaluated one process each) into the report a single evaluation gives. Tables that "
-                             "differ in metrics, relevance level, tie order or tieaware version, a query in two "
-                             "tables, and a damaged or cut-off table are errors naming the files.")
+                             "differ in metrics, relevance level, tie order, --ignore-identical-ids or tieaware "
+                             "version, a query in two tables, and a damaged or cut-off table are errors naming the "
+                             "files.")
     mg.add_argument("tables", nargs="+", metavar="table")
     mg.add_argument("-o", "--output", choices=("table", "tsv", "csv", "json"), default="table")
     mg.add_argument("--digits", type=_digits, default=4, help="decimals in table output (0-15, default 4)")

@@ -101,17 +101,18 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             operation; see `tieaware.ranked_lists.torchmetrics_order`).
         relevance_level: judgments >= this are relevant unless the name sets its own.
         stream: for a TREC run file larger than memory: read it in chunks of whole queries
-            (True: 1,000 queries a chunk; an int: that many), so memory grows with the
-            chunk, not the run. Results equal the in-memory path exactly. A file not
-            grouped by query is partitioned by query first (`tieaware.streaming`).
+            (True: 1,000 queries or about 65,536 documents a chunk; an int: that many queries), so
+            memory grows with the chunk, not the run. Results equal the in-memory path exactly. A
+            file not grouped by query is partitioned by query first (`tieaware.streaming`).
         ignore_identical_ids: BEIR's convention (``EvaluateRetrieval.evaluate``'s default): a
             retrieved document whose id equals its query's id is dropped before ranking
             (`tieaware.inputs.without_identical_ids`; the run given is not changed, where BEIR pops
             them from it). False (the default): every document counts, as trec_eval counts it.
         per_query_out: a path; per-query rows (metric, query, statistics) are written there
-            as TSV (``.parquet``: Parquet) with the metric names, relevance level, tie order and
-            tieaware version, for `tieaware.streaming.merge` of sharded evaluations; the file
-            appears only once complete, and a path that is the qrels or run file is an error.
+            as TSV (``.parquet``: Parquet) with the metric names, relevance level, tie order,
+            ``ignore_identical_ids`` and tieaware version, for `tieaware.streaming.merge` of sharded
+            evaluations; the file appears only once complete, and a path that is the qrels or run
+            file is an error.
 
     Returns:
         One `MetricResult` (a float) for one metric name, else an
@@ -146,7 +147,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         from .streaming import write_per_query
 
         write_per_query(per_query_out, {name: r.per_query for name, r in results.items()}, oblivious=oblivious,
-                        relevance_level=relevance_level)
+                        relevance_level=relevance_level, ignore_identical_ids=ignore_identical_ids)
     if not query_ids:
         warnings.warn("No queries to evaluate (empty qrels and run): every result is NaN.", RuntimeWarning,
                       stacklevel=2)

@@ -393,6 +393,11 @@ def file_format(path) -> str:
     return form
 
 
+#: `file_format`'s formats as errors name them
+FORMAT_NAMES = {"trec": "TREC", "tsv": "TSV qid<TAB>docid<TAB>score", "json": "JSON", "jsonl": "JSONL predictions",
+                "lz4": "LZ4", "parquet": "Parquet"}
+
+
 def _from_file(path: Path, kind: str) -> dict:
     form = file_format(path)
     if form == "json":
@@ -495,6 +500,10 @@ def _first_line_fields(path: Path) -> int | None:
     return None
 
 
+#: C's isspace: what separates TREC columns, never part of an id
+_ASCII_SPACE = " \t\n\r\x0b\x0c"
+
+
 def read_tsv_run(path, third_column: str = "score") -> dict:
     """A run of ``qid<TAB>docid<TAB>value`` lines (MS MARCO style), plain or compressed, into
     ``{qid: {docid: score}}``.
@@ -508,7 +517,8 @@ def read_tsv_run(path, third_column: str = "score") -> dict:
             for "score" or "rank", since ranks read as scores would reverse the ranking).
 
     A TREC run line has six columns, so a three-field line is never read as TREC. Blank and
-    ``#`` lines are skipped; any other line must hold three tab-separated fields.
+    ``#`` lines are skipped; any other line must hold three tab-separated fields. Spaces around
+    a field are not part of it (ids hold no whitespace, as in TREC files).
 
     Raises:
         InputError: a line that is not three fields, a bad number (naming file:line), a document
@@ -529,8 +539,8 @@ def read_tsv_run(path, third_column: str = "score") -> dict:
         if len(fields) != 3 or len(line.split()) != 3:
             raise InputError(f"{where}: a tab-separated run line is qid<TAB>docid<TAB>score, this one is "
                              f"{line.strip()!r}.")
-        qid, docid, text = fields
-        value = score_text(text.strip(), where)
+        qid, docid, text = (field.strip(_ASCII_SPACE) for field in fields)  # ids hold no whitespace, as in TREC
+        value = score_text(text, where)
         if ranks_so_far:
             ranks_so_far = value == len(out.get(qid, ())) + 1
         put_value(out, qid, docid, -value if third_column == "rank" else value, where)

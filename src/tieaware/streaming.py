@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError, QueryMismatchError
-from .inputs import _checked_path, is_ranx_qrels, load_qrels, put_value
+from .inputs import FORMAT_NAMES, _checked_path, file_format, is_ranx_qrels, load_qrels, put_value
 from .metrics import parse_metrics
 from .outputs import atomic_output, check_utf8_ids
 from .report import PER_QUERY_COLUMNS, EvaluationReport, MetricResult, per_query_frame
@@ -77,14 +77,16 @@ def _grouped_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None
         yield chunk
 
 
-def _bucket_chunks(path: Path, order: list) -> Iterator[dict]:
-    """Partition the file by query into temporary buckets, then yield each bucket's queries."""
+def _bucket_chunks(source: TrecFile, order: list) -> Iterator[dict]:
+    """Partition the file by query into temporary buckets (qid, docid, score, line number), then yield each
+    bucket's queries."""
+    path = source.path
     n_buckets = max(1, os.path.getsize(path) // BUCKET_BYTES + 1)
     with tempfile.TemporaryDirectory(prefix="tieaware-buckets-") as folder:
         handles = [open(Path(folder, f"{b}.tsv"), "w", encoding="utf-8", newline="") for b in range(n_buckets)]
         try:
             seen = set()
-            for block in TrecFile(path, "run").blocks():
+            for block in source.blocks():
                 values = block.values.tolist()
                 for segment, qid in enumerate(block.query_ids):
                     if qid not in seen:
@@ -92,16 +94,16 @@ def _bucket_chunks(path: Path, order: list) -> Iterator[dict]:
                         order.append(qid)
                     lo, hi = block.seg_start[segment], block.seg_start[segment + 1]
                     handles[zlib.crc32(qid.encode()) % n_buckets].write(
-                        "".join(f"{qid}\t{docid}\t{score!r}\n" for docid, score in zip(block.doc_ids[lo:hi],
-                                                                                         values[lo:hi])))
+                        "".join(f"{qid}\t{docid}\t{score!r}\t{line}\n" for docid, score, line in
+                                zip(block.doc_ids[lo:hi], values[lo:hi], block.lines[lo:hi].tolist())))
         finally:
             for handle in handles:
                 handle.close()
         for b in range(n_buckets):
             chunk: dict = {}
             with open(Path(folder, f"{b}.tsv"), encoding="utf-8", newline="") as handle:
-                for qid, docid, score in csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
-                    put_value(chunk, qid, docid, float(score), str(path))
+                for qid, docid, score, line in csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
+                    put_value(chunk, qid, docid, float(score), f"{path}:{line}")
             if chunk:
                 yield chunk
 
@@ -138,6 +140,11 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
         raise InputError(f"stream must be True or a positive number of queries per chunk, got {chunk_queries!r}.")
     source = TrecFile(run, "run")
     path = source.path
+    form = file_format(path)
+    if form != "trec":
+        raise InputError(f"stream=True reads TREC run files; {str(path)!r} is a {FORMAT_NAMES[form]} run (by its "
+                         f"{'first line' if form == 'tsv' else 'suffix'}): such a run is read in memory; evaluate "
+                         "it without stream.")
     qrels = load_qrels(qrels)
     if is_ranx_qrels(qrels):
         qrels = qrels.to_dict()
@@ -168,7 +175,8 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
         warnings.warn(f"run file {str(path)!r} is not grouped by query ({reason}): partitioning it by query "
                       "first (one extra pass).", RuntimeWarning, stacklevel=3)
         order, extra, pieces = [], [], {spec.name: [] for spec in specs}
-        for chunk in _bucket_chunks(path, order):
+        source = TrecFile(path, "run")  # read whole: its tag is the last line's
+        for chunk in _bucket_chunks(source, order):
             evaluate_chunk(chunk)
     if not order:  # as the in-memory reader (`inputs.read_trec_run`), also with make_comparable
         raise InputError(f"run file {str(path)!r} holds no run lines.")
@@ -197,7 +205,8 @@ def evaluate_file(qrels, path, metrics, *, relevance_level: int = 1, oblivious: 
                                for spec in specs})
     if per_query_out is not None:
         write_per_query(per_query_out, {name: result.per_query for name, result in report.items()},
-                        oblivious=oblivious, relevance_level=relevance_level)
+                        oblivious=oblivious, relevance_level=relevance_level,
+                        ignore_identical_ids=ignore_identical_ids)
     return report, streamed._replace(frames={})
 
 
@@ -211,13 +220,15 @@ META_KEY = "tieaware-per-query"
 #: Tag of a per-query TSV's last line: the SHA-256 of every byte before it.
 _CHECKSUM = "#sha256"
 #: What defines a per-query table's numbers; shards merge only when all of these agree.
-_DEFINING = ("metrics", "relevance_level", "oblivious", "tieaware")
+_DEFINING = ("metrics", "relevance_level", "oblivious", "ignore_identical_ids", "tieaware")
 
 
-def write_per_query(path, frames: dict, *, oblivious: str, relevance_level) -> None:
+def write_per_query(path, frames: dict, *, oblivious: str, relevance_level,
+                    ignore_identical_ids: bool = False) -> None:
     """Write per-query rows (metric, query_id, statistics, oblivious_order) as TSV, or Parquet for a
     ``.parquet``/``.parq`` path, with what defines the numbers for `merge` to check: the metric
-    names (in order), ``relevance_level``, the tie order, the tieaware version and the query count
+    names (in order), ``relevance_level``, the tie order, ``ignore_identical_ids``, the tieaware version
+    and the query count
     (TSV: a first line ``#tieaware-per-query<TAB>{json}``; Parquet: schema metadata), and a checksum
     of the content (TSV: a last line ``#sha256<TAB>{hex}`` of every byte before it; Parquet: page
     checksums), so a damaged or edited table is refused. Query ids are quoted in the TSV, so any text
@@ -229,7 +240,7 @@ def write_per_query(path, frames: dict, *, oblivious: str, relevance_level) -> N
     path = Path(path)
     check_utf8_ids(query_ids, f"per-query table {str(path)!r}")
     meta = {"metrics": list(frames), "relevance_level": relevance_level, "oblivious": oblivious,
-            "tieaware": __version__, "queries": len(query_ids)}
+            "ignore_identical_ids": bool(ignore_identical_ids), "tieaware": __version__, "queries": len(query_ids)}
     rows = pd.concat([frame.reset_index().assign(metric=name, oblivious_order=oblivious)
                       for name, frame in frames.items()])[_ROW_COLUMNS] if frames else \
         pd.DataFrame(columns=_ROW_COLUMNS)
@@ -285,6 +296,7 @@ def _read_table(path: Path) -> tuple[dict, pd.DataFrame]:
                          "by per_query_out / --per-query-out of this tieaware version; evaluate the shard again.")
     try:
         meta = json.loads(raw)
+        meta.setdefault("ignore_identical_ids", False)  # tables written before the option existed
         missing = [key for key in (*_DEFINING, "queries") if key not in meta]
     except (ValueError, TypeError):
         missing = ["readable JSON"]
@@ -337,7 +349,7 @@ def merge(paths) -> EvaluationReport:
     Raises:
         InputError: naming the files, when a table has no tieaware metadata, is cut off, damaged or
             edited, when tables differ in what defines the numbers (metric names, relevance level,
-            tie order, tieaware version), or when a query is in two tables.
+            tie order, ignore_identical_ids, tieaware version), or when a query is in two tables.
     """
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not paths:

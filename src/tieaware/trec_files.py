@@ -72,12 +72,12 @@ class TrecFile:
         with open_binary(self.path, self.kind) as (handle, compression):
             carry = b""
             first = True
+            damage = None
             while True:
-                try:
-                    data = handle.read(BLOCK_BYTES)
-                except DECOMPRESSION_ERRORS as exc:
+                if damage is not None:  # raised once the whole lines before it are read
                     raise InputError(f"{self.path}: cannot decompress the {self.kind} file ({compression or 'plain'} "
-                                     f"data) after line {lines_before}: {exc}.") from None
+                                     f"data) after line {lines_before}: {damage}.")
+                data, damage = _read_block(handle)
                 if data:
                     data = carry + data
                     cut = data.rfind(b"\n") + 1
@@ -85,6 +85,8 @@ class TrecFile:
                         carry = data
                         continue
                     chunk, carry = data[:cut], data[cut:]
+                elif damage is not None:
+                    continue
                 else:
                     chunk, carry = carry, b""
                     if not chunk:
@@ -160,6 +162,22 @@ class TrecFile:
         return InputError(f"{where}: score {tokens[4]!r} is not a number.")
 
 
+def _read_block(handle) -> tuple[bytes, Exception | None]:
+    """(about `BLOCK_BYTES` of the stream, or less at its end; the decompression error that ended it early,
+    or None): what was decompressed before a damaged or cut-off part is kept, so its lines are read."""
+    parts, size = [], 0
+    try:
+        while size < BLOCK_BYTES:
+            part = handle.read1(BLOCK_BYTES - size)
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
+    except DECOMPRESSION_ERRORS as exc:
+        return b"".join(parts), exc
+    return b"".join(parts), None
+
+
 def _has_foreign_characters(text: str) -> bool:
     """Python's ``float``/``int`` accept ``_`` separators and non-ASCII digits; C's atof/atol do not."""
     return "_" in text or not text.isascii()
@@ -213,8 +231,8 @@ def _layout_hint(kind: str, n_cols: int) -> str:
                 "(qid docid rank score): was a qrels file given as the run? Write runs as 'qid Q0 docid rank "
                 "score tag'.")
     if kind == "run" and n_cols == 3:
-        return (" Three columns: a qid<TAB>docid<TAB>score run (tab-separated, MS MARCO style) is read with "
-                "tieaware.inputs.read_tsv_run, or by evaluate from a file (not a pipe).")
+        return (" Three columns: a qid<TAB>docid<TAB>score run (tab-separated, MS MARCO style) is read in memory, "
+                "by evaluate from a file (not streamed, not a pipe) or with tieaware.inputs.read_tsv_run.")
     if kind == "qrels" and n_cols >= 6:
         return " It looks like a run line (qid Q0 docid rank score tag): was a run file given as the qrels?"
     return ""
