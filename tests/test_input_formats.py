@@ -134,7 +134,7 @@ def test_ranks_in_the_third_column_are_refused_then_read_when_named(tmp_path):
 def test_streaming_a_tsv_run_says_what_to_do(tmp_path):
     path = tmp_path / "run.tsv"
     path.write_text(tsv(RUN))
-    with pytest.raises(InputError, match="qid<TAB>docid<TAB>score run .* is read with tieaware.inputs.read_tsv_run"):
+    with pytest.raises(InputError, match="qid<TAB>docid<TAB>score run .* is read in memory"):
         tieaware.evaluate(QRELS, str(path), "mrr", stream=True)
 
 
