@@ -268,9 +268,9 @@ def test_cli_reads_a_run_once_chunk_by_chunk_with_the_in_memory_numbers(plain, t
     chunks = []
     per_query_tables = evaluation.per_query_tables
 
-    def counting(qrels, run, *args):
+    def counting(qrels, run, *args, **kwargs):
         chunks.append(len(run))
-        return per_query_tables(qrels, run, *args)
+        return per_query_tables(qrels, run, *args, **kwargs)
 
     monkeypatch.setattr(streaming, "CHUNK_DOCS", 200)
     monkeypatch.setattr(evaluation, "per_query_tables", counting)
