@@ -77,3 +77,15 @@ def test_the_sum_survives_pickling_streaming_and_merging(tmp_path):
                 (report[name].aggregate, report[name].expected, report[name].min, report[name].max)), name
     with pytest.raises(ValueError, match="aggregate"):
         MetricResult.from_table("x", ["q"], [[1, 0, 1, 1, 1]], "trec_eval", "median")
+
+
+def test_tie_aware_ir_measures_wrappers_sum_counts():
+    from tieaware.integrations.ir_measures import E, Max, Min
+
+    ours = tieaware.evaluate(QRELS, RUN, ["num_rel_ret.2", "hits@2"])
+    measures = [E(ir_measures.NumRelRet), E("num_rel_ret.2"), Min("num_rel_ret.2"), Max("num_rel_ret.2"),
+                E("hits@2"), ir_measures.NumRelRet]
+    theirs = ir_measures.calc_aggregate(measures, QRELS, RUN)
+    assert theirs[E(ir_measures.NumRelRet)] == theirs[ir_measures.NumRelRet] == 4
+    assert [theirs[m] for m in measures[1:5]] == pytest.approx(
+        [ours["num_rel_ret.2"].expected, 1, 4, ours["hits@2"].expected])  # hits@2: still the mean
