@@ -1,7 +1,7 @@
 """Result objects of `tieaware.evaluate`.
 
-A `MetricResult` *is* a float (the expected value E[M], mean over queries), so
-code written for ``ranx.evaluate`` keeps formatting, comparing, adding and
+A `MetricResult` *is* a float (the expected value E[M], mean over queries; the sum for
+trec_eval's counts), so code written for ``ranx.evaluate`` keeps formatting, comparing, adding and
 ``json.dumps``-ing it; the tie-aware statistics ride along as attributes.
 """
 from __future__ import annotations
