@@ -90,6 +90,8 @@ def point_metric(spec, ranking, judgments):
     if fam == "judged":
         denominator = min(k, len(ranking))
         return sum(1 for d in top if d in judgments) / denominator if denominator else 0.0
+    if fam in ("num_q", "num_ret", "num_rel", "num_rel_ret"):  # trec_eval's counts, -M k as the cutoff
+        return float({"num_q": 1, "num_ret": len(top), "num_rel": n_rel, "num_rel_ret": hits}[fam])
     if fam.startswith("set_"):
         n_ret, hits_all = len(ranking), sum(1 for d in ranking if d in relevant)
         p = hits_all / n_ret if n_ret else 0.0

@@ -18,6 +18,7 @@ METRICS = [
     "hits", "precision", "f1", "Judged@3", "Judged@10", "set_P", "set_recall", "set_F", "set_map", "set_relative_P",
     "SetP", "SetR(rel=2)", "ERR@1", "ERR@3", "ERR@10", "rbp", "rbp.p=0.5", "nDCG(dcg='exp-log2')@3",
     "nDCG(gains={1:3,2:0,3:1})@3", "nDCG(gains={0:2,1:0})", "nDCG(gains={-1:4,3:0.5})@10",
+    "num_q", "num_ret", "num_rel", "num_rel_ret", "num_ret.2", "num_rel_ret.3", "NumRet(rel=2)", "NumRel(rel=2)",
 ]
 
 GRADES = st.sampled_from([None, None, -1, 0, 1, 2, 3])

@@ -78,8 +78,9 @@ def test_default_is_official_without_a_warning(capsys, tiny):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         official = expand_names("official")
-    assert list(rows) == official == ["map", "Rprec", "bpref", "recip_rank"] + [
-        f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
+    assert list(rows) == official == ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref",
+                                      "recip_rank"] + [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
+    assert [rows[count]["expected"] for count in ("num_q", "num_ret", "num_rel", "num_rel_ret")] == [2, 6, 3, 3]
     assert "left out" not in err
     assert main(["eval", *tiny, "-m", "official", "-o", "json"]) == 0
     err = capsys.readouterr().err
@@ -100,6 +101,42 @@ def test_max_docs_keeps_a_straddling_tie_group_whole(capsys, tiny):
     assert main(["eval", qrels, run, "-M", "0"]) == 2
     assert main(["eval", qrels, run, "-M", "2", "--stream"]) == 2
     assert "drop --stream" in capsys.readouterr().err
+
+
+def test_max_docs_counts_the_top_n_tie_aware(capsys, tiny):
+    """-M 2: num_ret and num_rel_ret count the top 2, as trec_eval's, though the tie {d2, d3} across rank 2
+    of q1 is kept whole: num_rel_ret is E[Hits@2] (q1: d3 takes rank 2 in half the orders), not 2."""
+    qrels, run = tiny
+    rows, _ = eval_json(capsys, qrels, run, "-M", "2", "-m", "num_ret", "-m", "num_rel_ret", "-m", "NumRelRet")
+    assert list(rows) == ["num_ret.2", "num_rel_ret.2"]  # what is evaluated: the counts in the top 2
+    assert rows["num_ret.2"]["expected"] == 4 and rows["num_ret.2"]["range"] == 0
+    assert (rows["num_rel_ret.2"]["expected"], rows["num_rel_ret.2"]["min"], rows["num_rel_ret.2"]["max"]) == (
+        1.5, 1, 2)
+    assert main(["eval", qrels, run, "-M", "2", "-q", "-o", "trec", "-m", "num_ret", "-m", "num_rel_ret"]) == 0
+    assert capsys.readouterr().out == (
+        "num_ret               \tq1\t2\n"
+        "num_rel_ret           \tq1\t0.5000\n"
+        "num_ret               \tq2\t2\n"
+        "num_rel_ret           \tq2\t1\n"
+        "num_ret               \tall\t4\n"
+        "num_rel_ret           \tall\t1.5000\n")
+    assert main(["eval", qrels, run, "-M", "2", "-m", "NumRet(rel=2)"]) == 2
+    assert "counts at another relevance level" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("args", "reference"), [
+    (("qrels.test.gz", "results.test.gz"), "out.test.aq"),
+    (("-c", "qrels.test.gz", "results.trunc"), "out.test.aqc"),
+    (("-c", "-M", "100", "qrels.test.gz", "results.trunc"), "out.test.aqcM"),
+    (("-l", "2", "qrels.rel_level.gz", "results.test.gz"), "out.test.aql"),
+])
+def test_counts_equal_trec_evals_lines(args, reference):
+    """num_q, num_ret, num_rel and num_rel_ret per query and summed, with -c, -M and -l, as trec_eval 10
+    prints them."""
+    counts = ["-m", "runid", "-m", "num_q", "-m", "num_ret", "-m", "num_rel", "-m", "num_rel_ret"]
+    ours = trec_output(*counts, "-q", *(str(TREC / a) if a.startswith(("qrels", "results")) else a for a in args))
+    assert ours == trec_eval_lines(TREC / reference, ours)
+    assert len(ours) == 3 * 3 + 5
 
 
 def test_max_docs_equals_trec_eval_on_its_own_test():
@@ -194,6 +231,7 @@ def test_trec_layout_names_only_the_same_metric_as_trec_eval(capsys, tiny):
 
 @pytest.mark.parametrize(("args", "reference"), [
     ((), "out.test"),  # trec_eval's default (official)
+    (("-m", "all_trec"), "out.test.a"),
     (("-m", "all_trec", "-q"), "out.test.aq"),
 ])
 def test_trec_layout_equals_trec_evals_output(args, reference):
@@ -202,7 +240,8 @@ def test_trec_layout_equals_trec_evals_output(args, reference):
     ours = trec_output(*args, TREC / "qrels.test.gz", TREC / "results.test.gz")
     assert ours == trec_eval_lines(TREC / reference, ours)
     assert "runid                 \tall\tSTANDARD" in ours and "num_q                 \tall\t3" in ours
-    assert len(ours) == {"out.test": 15, "out.test.aq": 202}[reference]  # .aq: trec_eval 10's rbp lines too
+    # .a and .aq: trec_eval 10's rbp lines too
+    assert len(ours) == {"out.test": 18, "out.test.a": 55, "out.test.aq": 214}[reference]
 
 
 # ------------------------------------------------------------------ 5. query sets

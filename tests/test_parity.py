@@ -25,6 +25,8 @@ TREC_MEASURES = [
     ("success.1", "success.1", "success_1"), ("success.10", "success.10", "success_10"),
     ("set_P", "set_P", "set_P"), ("set_recall", "set_recall", "set_recall"), ("set_F", "set_F", "set_F"),
     ("set_map", "set_map", "set_map"), ("set_relative_P", "set_relative_P", "set_relative_P"),
+    ("num_q", "num_q", "num_q"), ("num_ret", "num_ret", "num_ret"), ("num_rel", "num_rel", "num_rel"),
+    ("num_rel_ret", "num_rel_ret", "num_rel_ret"),
 ]
 
 TREC_FILES = [  # (qrels, run, relevance level)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import math
 import os
 import sys
@@ -36,17 +37,21 @@ STAT_TESTS = ("student", "fisher", "tukey")  # comparison.STAT_TESTS
 OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures", "sentence_transformers",
                     "sentence_transformers_reranking", "torchmetrics",
                     "mteb")  # ranked_lists.OBLIVIOUS_ORDERS
-#: trec_eval's print-only lines of the ``all`` block (``-m runid``, ``-m num_q``; in ``official`` too).
-TREC_LINES = ("runid", "num_q")
+#: trec_eval's print-only line of the ``all`` block (``-m runid``; in ``official`` too).
+TREC_LINES = ("runid",)
 #: trec_eval's measures in the order it prints them (its ``te_trec_measures`` table), the ones tieaware computes.
-TREC_PRINT_ORDER = ("map", "Rprec", "bpref", "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "map_cut", "success",
+TREC_PRINT_ORDER = ("num_q", "num_ret", "num_rel", "num_rel_ret",
+                    "map", "Rprec", "bpref", "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "map_cut", "success",
                     "set_P", "set_relative_P", "set_recall", "set_map", "set_F")
 #: trec_eval's base name of a family, without (False) or with (True) a cutoff.
 _TREC_BASE = {("ap", False): "map", ("rprec", False): "Rprec", ("bpref", False): "bpref", ("rr", False): "recip_rank",
               ("precision", True): "P", ("recall", True): "recall", ("ndcg", False): "ndcg",
               ("ndcg", True): "ndcg_cut", ("ap", True): "map_cut", ("success", True): "success",
               ("set_p", False): "set_P", ("set_relative_p", False): "set_relative_P",
-              ("set_recall", False): "set_recall", ("set_map", False): "set_map", ("set_f", False): "set_F"}
+              ("set_recall", False): "set_recall", ("set_map", False): "set_map", ("set_f", False): "set_F",
+              **{(count, False): count for count in ("num_q", "num_ret", "num_rel", "num_rel_ret")}}
+#: the counts trec_eval -M N takes over the top N documents
+_AT_DEPTH = ("num_ret", "num_rel_ret")
 
 
 # ------------------------------------------------------------------ helpers
@@ -97,11 +102,14 @@ def _metric_names(values: list | None, relevance_level: int, *, command: str = "
     return names, lines, rejected
 
 
-def _trec_eval_name(name: str, relevance_level: int) -> str:
+def _trec_eval_name(name: str, relevance_level: int, max_docs: int | None = None) -> str:
     """The name trec_eval prints for a metric (``P_10``, ``ndcg_cut_10``, ``map``, ``recip_rank``), when
-    trec_eval's measure of that name at this ``-l`` is the same metric; else the name as given
-    (``ndcg@10`` keeps ranx's gains, ``hits@10`` has no trec_eval measure)."""
+    trec_eval's measure of that name at this ``-l`` (and ``-M``: ``num_rel_ret.N`` is its ``num_rel_ret``)
+    is the same metric; else the name as given (``ndcg@10`` keeps ranx's gains, ``hits@10`` has no
+    trec_eval measure)."""
     spec = parse_metric(name, relevance_level)
+    if spec.family in _AT_DEPTH and spec.k is not None and spec.k == max_docs:
+        spec = dataclasses.replace(spec, k=None)
     base = _TREC_BASE.get((spec.family, spec.k is not None))
     if base is None:
         return name
@@ -111,6 +119,19 @@ def _trec_eval_name(name: str, relevance_level: int) -> str:
     except UnknownMetricError:
         same = False
     return trec_name if same else name
+
+
+def _at_depth(name: str, max_docs: int, relevance_level: int) -> str:
+    """``-M N``: ``num_ret`` and ``num_rel_ret`` as trec_eval counts them, over the top N documents
+    (``num_rel_ret.N``: Hits@N, tie-aware; `_top_with_ties` may keep more than N); other names as given."""
+    spec = parse_metric(name, relevance_level)
+    if spec.family not in _AT_DEPTH or spec.k is not None:
+        return name
+    deep = f"{spec.family}.{max_docs}"
+    if parse_metric(deep, relevance_level) != dataclasses.replace(spec, name=deep, k=max_docs):
+        raise InputError(f"-M {max_docs}: {name!r} counts at another relevance level than -l {relevance_level}; "
+                         f"name it {spec.family} with -l {spec.relevance_level:g}.")
+    return deep
 
 
 def _trec_order_key(trec_name: str) -> tuple:
@@ -270,14 +291,17 @@ def _eval_frame(name: str, report, per_query: bool):
     return frame
 
 
-def _write_trec(frame, runids: dict, num_queries: dict, lines: list, relevance_level: int, digits: int) -> None:
+def _write_trec(frame, runids: dict, lines: list, relevance_level: int, digits: int,
+                max_docs: int | None = None) -> None:
     """trec_eval's layout with E[M] in place of trec_eval's tie-order value: ``%-22s\\t%s\\t%6.4f``
     (``--digits`` sets the 4), measures named and ordered as trec_eval prints them; with ``-q`` the
-    per-query lines, queries in trec_eval's (byte-wise) order; then ``all``: ``runid`` and ``num_q``
-    (when asked for, as in trec_eval's default set) and the means."""
+    per-query lines, queries in trec_eval's (byte-wise) order; then ``all``: ``runid`` (when asked for,
+    as in trec_eval's default set) and the means. Counts (``num_q``, ...) are sums, printed as
+    trec_eval's ``%ld`` where whole (an expectation at ``-M`` may not be); ``num_q`` only in ``all``."""
     out = sys.stdout
     for run, block in frame.groupby("run", sort=False):
-        names = {metric: _trec_eval_name(metric, relevance_level) for metric in dict.fromkeys(block["metric"])}
+        names = {metric: _trec_eval_name(metric, relevance_level, max_docs)
+                 for metric in dict.fromkeys(block["metric"])}
         first = {}  # one line per trec_eval name, as trec_eval prints a measure once
         for metric, trec_name in names.items():
             first.setdefault(trec_name, metric)
@@ -286,15 +310,23 @@ def _write_trec(frame, runids: dict, num_queries: dict, lines: list, relevance_l
         queries = block["query"].isna() if "query" in block else [True] * len(block)
         for row, is_mean in zip(block.itertuples(index=False), queries):
             (means if is_mean else by_query.setdefault(row.query, {}))[row.metric] = row.expected
+        counts = {metric for metric in first.values() if parse_metric(metric, relevance_level).aggregate == "sum"}
         for qid in sorted(by_query, key=lambda q: q.encode("utf-8")):
             for trec_name in order:
-                out.write(f"{trec_name:<22}\t{qid}\t{fixed(by_query[qid][first[trec_name]], digits, 6)}\n")
+                if trec_name != "num_q":  # trec_eval prints num_q in the all block only
+                    metric = first[trec_name]
+                    number = _trec_value(by_query[qid][metric], metric in counts, digits)
+                    out.write(f"{trec_name:<22}\t{qid}\t{number}\n")
         if "runid" in lines:
             out.write(f"{'runid':<22}\tall\t{runids[run]}\n")
-        if "num_q" in lines:
-            out.write(f"{'num_q':<22}\tall\t{num_queries[run]}\n")
         for trec_name in order:
-            out.write(f"{trec_name:<22}\tall\t{fixed(means[first[trec_name]], digits, 6)}\n")
+            metric = first[trec_name]
+            out.write(f"{trec_name:<22}\tall\t{_trec_value(means[metric], metric in counts, digits)}\n")
+
+
+def _trec_value(number: float, count: bool, digits: int) -> str:
+    """trec_eval's ``%6.4f``, or its ``%ld`` for a count that is whole."""
+    return str(int(number)) if count and float(number).is_integer() else fixed(number, digits, 6)
 
 
 def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
@@ -364,7 +396,9 @@ def cmd_eval(args) -> int:
     if asked and args.output != "trec":
         raise InputError(f"{' and '.join(asked)}: lines of -o trec only; drop -m {asked[0]} for -o {args.output}.")
     if not metrics:
-        raise UnknownMetricError("-o trec needs a metric besides runid and num_q.")
+        raise UnknownMetricError("-o trec needs a metric besides runid.")
+    if args.max_docs is not None:
+        metrics = list(dict.fromkeys(_at_depth(name, args.max_docs, args.relevance_level) for name in metrics))
     if args.per_query_out and len(args.runs) > 1:
         raise InputError("--per-query-out takes one run (write one table per run, then `tieaware merge` them).")
     check_outputs([args.per_query_out], [args.qrels, *args.runs])
@@ -372,7 +406,7 @@ def cmd_eval(args) -> int:
     qrels = load_qrels(args.qrels)
     if not isinstance(qrels, dict):
         qrels = qrels.to_dict()
-    frames, runids, num_queries = [], {}, {}
+    frames, runids = [], {}
     for name, path in progress(list(zip(_run_names(args.runs), args.runs)), unit="run", desc="evaluating", delay=1.0,
                                leave=False):
         try:
@@ -384,10 +418,9 @@ def cmd_eval(args) -> int:
             raise InputError(f"run {path}: {exc}") from None
         frames.append(_eval_frame(name, report, args.per_query))
         runids[name] = tag or name
-        num_queries[name] = len(report[metrics[0]].per_query)
     frame = pd.concat(frames, ignore_index=True)
     if args.output == "trec":
-        _write_trec(frame, runids, num_queries, lines, args.relevance_level, args.digits)
+        _write_trec(frame, runids, lines, args.relevance_level, args.digits, args.max_docs)
     elif args.output == "table":
         table = frame.rename(columns={"oblivious": f"obl[{args.oblivious}]"})
         if args.per_query:
@@ -606,9 +639,9 @@ class _ListMetrics(argparse.Action):
 
 _METRIC_HELP = ("a metric in ranx, trec_eval or ir_measures syntax (ndcg@10, ndcg_cut.10, nDCG@10); repeat -m for "
                 "more; trec_eval's forms expand: P.5,10 (a list), P (its default cutoffs), official, all_trec")
-_DEFAULT_HELP = ("; default: trec_eval's `official` measures tieaware computes (map, Rprec, bpref, recip_rank, "
-                 "P_5 ... P_1000, and with -o trec the runid and num_q lines); it leaves out num_ret, num_rel, "
-                 "num_rel_ret (counts), gm_map and iprec_at_recall")
+_DEFAULT_HELP = ("; default: trec_eval's `official` measures tieaware computes (num_q, num_ret, num_rel, "
+                 "num_rel_ret, map, Rprec, bpref, recip_rank, P_5 ... P_1000, and with -o trec the runid line); "
+                 "it leaves out gm_map and iprec_at_recall")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -33,7 +33,10 @@ MetricsLike = str | Sequence[str] | object
 HITS_FAMILIES = ("hits", "precision", "recall", "f1", "rprec")
 #: Families no tie order can move (E = min = max), evaluated beside the others.
 SET_FAMILIES = ("set_p", "set_recall", "set_relative_p", "set_map", "set_f")
-FAMILIES = HITS_FAMILIES + ("success", "rr", "ap", "dcg", "ndcg", "bpref", "rbp", "err", "judged") + SET_FAMILIES
+#: trec_eval's counts: summed over queries, not averaged (`MetricSpec.aggregate`).
+COUNT_FAMILIES = ("num_q", "num_ret", "num_rel", "num_rel_ret")
+FAMILIES = HITS_FAMILIES + ("success", "rr", "ap", "dcg", "ndcg", "bpref", "rbp", "err", "judged") + SET_FAMILIES \
+    + COUNT_FAMILIES
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,12 @@ class MetricSpec:
 
     def with_name(self, name: str) -> MetricSpec:
         return dataclasses.replace(self, name=name)
+
+    @property
+    def aggregate(self) -> str:
+        """How per-query values combine over queries: "sum" for the counts (`COUNT_FAMILIES`, as trec_eval
+        and ir_measures report them), else "mean"."""
+        return "sum" if self.family in COUNT_FAMILIES else "mean"
 
 
 @dataclass(frozen=True)
@@ -152,6 +161,16 @@ REGISTRY = (
     Name("ir_measures", "SetAP", "set_map", cutoff="no", description="set precision x set recall"),
     Name("trec_eval", "set_relative_P", "set_relative_p", cutoff="no", description="relevant retrieved / min(n, R)"),
     Name("ir_measures", "SetRelP", "set_relative_p", cutoff="no", description="relevant retrieved / min(n, R)"),
+    Name("trec_eval", "num_q", "num_q", cutoff="no", description="queries evaluated (a sum over queries)"),
+    Name("ir_measures", "NumQ", "num_q", cutoff="no", params=(), description="queries evaluated (a sum over queries)"),
+    Name("trec_eval", "num_ret", "num_ret", description="documents retrieved (.k: in the top k, as -M k); summed"),
+    Name("ir_measures", "NumRet", "num_ret", cutoff="no",
+         description="documents retrieved; NumRet(rel=N): those judged >= N; summed"),
+    Name("trec_eval", "num_rel", "num_rel", cutoff="no", description="relevant documents in the qrels; summed"),
+    Name("ir_measures", "NumRel", "num_rel", cutoff="no", description="relevant documents in the qrels; summed"),
+    Name("trec_eval", "num_rel_ret", "num_rel_ret",
+         description="relevant documents retrieved (.k: in the top k, as -M k); summed"),
+    Name("ir_measures", "NumRelRet", "num_rel_ret", cutoff="no", description="relevant documents retrieved; summed"),
 )
 
 #: trec_eval's default cutoffs of a family named without one (``P`` -> P_5 ... P_1000).
@@ -161,14 +180,13 @@ TREC_DEFAULT_CUTOFFS = {"P": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
                         "map_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000), "success": (1, 5, 10)}
 #: trec_eval's measure groups: the members tieaware computes, and those it leaves out (with why).
 TREC_GROUPS = {
-    "official": (["map", "Rprec", "bpref", "recip_rank", "P"],
-                 {"num_q, num_ret, num_rel, num_rel_ret": "counts are summed, not averaged, over queries",
-                  "gm_map": "the geometric mean over queries of a tie-aware expectation is not tie-aware",
+    "official": (["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "P"],
+                 {"gm_map": "the geometric mean over queries of a tie-aware expectation is not tie-aware",
                   "iprec_at_recall": "interpolated precision has no exact tie-aware expectation here yet"}),
-    "all_trec": (["map", "map_cut", "Rprec", "bpref", "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "success",
-                  "rbp", "set_P", "set_recall", "set_F", "set_map", "set_relative_P"],
-                 {"num_q, num_ret, num_rel, num_rel_ret": "counts are summed, not averaged, over queries",
-                  "gm_map, gm_bpref": "the geometric mean over queries of a tie-aware expectation is not tie-aware",
+    "all_trec": (["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "map_cut", "Rprec", "bpref", "recip_rank", "P",
+                  "recall", "ndcg", "ndcg_cut", "success", "rbp", "set_P", "set_recall", "set_F", "set_map",
+                  "set_relative_P"],
+                 {"gm_map, gm_bpref": "the geometric mean over queries of a tie-aware expectation is not tie-aware",
                   "iprec_at_recall, 11pt_avg, infAP": "no exact tie-aware expectation here yet",
                   "Rprec_mult, utility, relstring, G, binG, runid, relative_P, ndcg_rel":
                       "not implemented yet"}),
@@ -330,7 +348,8 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
             if level is not None:  # ir_measures: RBP(rel=N) is binary at level N
                 return MetricSpec(name, "rbp", k, level, "binary", None, p)
             return MetricSpec(name, "rbp", k, relevance_level, "linear", None, p)
-        return MetricSpec(name, entry.family, k, relevance_level if level is None else level, entry.gain, None)
+        family = "num_rel_ret" if entry.family == "num_ret" and level is not None else entry.family  # NumRet(rel=N)
+        return MetricSpec(name, family, k, relevance_level if level is None else level, entry.gain, None)
 
     m = _TREC_RE.match(text)
     entry = _TREC.get(m["base"]) if m else None
@@ -425,8 +444,6 @@ NOT_OFFERED = {
     **dict.fromkeys(("gm_map", "gm_bpref"), "a geometric mean over queries of per-query expectations is not the "
                     "expectation of the geometric mean"),
     "err": "trec_eval has no err; ir_measures' ERR@k (gdeval's) is offered",
-    **dict.fromkeys(("num_q", "num_ret", "num_rel", "num_rel_ret", "NumQ", "NumRet", "NumRel", "NumRelRet"),
-                    "counts are summed over queries, not averaged; they do not depend on tie order"),
 }
 #: ir_measures parameters that tieaware does not implement (an error says so, never silently ignored).
 _UNSUPPORTED_IRM_PARAMS = ("beta",)

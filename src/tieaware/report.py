@@ -1,7 +1,7 @@
 """Result objects of `tieaware.evaluate`.
 
-A `MetricResult` *is* a float (the expected value E[M], mean over queries), so
-code written for ``ranx.evaluate`` keeps formatting, comparing, adding and
+A `MetricResult` *is* a float (the expected value E[M], mean over queries; the sum for
+trec_eval's counts), so code written for ``ranx.evaluate`` keeps formatting, comparing, adding and
 ``json.dumps``-ing it; the tie-aware statistics ride along as attributes.
 """
 from __future__ import annotations
@@ -33,14 +33,16 @@ class MetricResult(float):
 
     Attributes:
         name: the metric name as given.
+        aggregate: how queries combine: "mean", or "sum" for trec_eval's counts (``num_ret``, ...,
+            `tieaware.metrics.MetricSpec.aggregate`); every statistic below is then the sum.
         expected: mean over queries of E[M] over all orderings of tied documents.
         oblivious: mean of M under the tie order of the tool named by ``oblivious_order``.
         min, max: mean over queries of the worst and best tie orderings (the extremes of the mean).
         range: ``max - min``: how far tie order alone can move the mean.
         bias: ``oblivious - expected``: how far the tool's number is off.
         tie_std: standard deviation of the mean over tie orderings, ``sqrt(sum_q Var_q) / Q``
-            (a tie-noise standard error; not the spread across queries that ranx's
-            ``return_std=True`` gives, which `evaluate` also gives). ``std`` is a
+            (``sqrt(sum_q Var_q)`` for a sum; a tie-noise standard error; not the spread across
+            queries that ranx's ``return_std=True`` gives, which `evaluate` also gives). ``std`` is a
             deprecated alias.
         per_query: DataFrame indexed by query id with expected, oblivious, min, max,
             range, bias and variance (over tie orderings).
@@ -49,6 +51,7 @@ class MetricResult(float):
     """
 
     name: str
+    aggregate: str
     expected: float
     oblivious: float
     min: float
@@ -59,35 +62,41 @@ class MetricResult(float):
     query_ids: tuple
     oblivious_order: str
 
-    def __new__(cls, name: str, per_query: pd.DataFrame, oblivious_order: str) -> MetricResult:
+    def __new__(cls, name: str, per_query: pd.DataFrame, oblivious_order: str,
+                aggregate: str = "mean") -> MetricResult:
         self = cls.from_table(name, list(per_query.index), per_query[KERNEL_COLUMNS].to_numpy(np.float64),
-                              oblivious_order)
+                              oblivious_order, aggregate)
         self._per_query = per_query
         return self
 
     @classmethod
-    def from_table(cls, name: str, query_ids: list, table: np.ndarray, oblivious_order: str) -> MetricResult:
+    def from_table(cls, name: str, query_ids: list, table: np.ndarray, oblivious_order: str,
+                   aggregate: str = "mean") -> MetricResult:
         """From a kernel table (Q, 5) with columns E, Var, min, max, oblivious per query (`KERNEL_COLUMNS`),
         kept as given (the evaluate path's are read-only); ``per_query`` is built from it when first
-        read (most callers only read the means)."""
+        read (most callers only read the means). ``aggregate``: "mean" or "sum" over queries."""
+        if aggregate not in ("mean", "sum"):
+            raise ValueError(f"aggregate must be 'mean' or 'sum', got {aggregate!r}")
         table = np.asarray(table, np.float64).reshape(-1, len(KERNEL_COLUMNS))
         n = len(query_ids)
         expected, variance, low, high, oblivious = (table[:, i] for i in range(len(KERNEL_COLUMNS)))
-        mean_expected = float(expected.mean()) if n else math.nan  # no queries: NaN, as ir_measures
-        self = super().__new__(cls, mean_expected)
+        summed = aggregate == "sum"
+
+        def combine(values: np.ndarray) -> float:  # the mean is NaN over no queries, as ir_measures'
+            return float(values.sum()) if summed else float(values.mean()) if n else math.nan
+
+        total_expected = combine(expected)
+        self = super().__new__(cls, total_expected)
         self.name = name
+        self.aggregate = aggregate
         self.oblivious_order = oblivious_order
         self.query_ids = tuple(query_ids)  # a copy: the list of a cached conversion is never handed out
         self._table = table
         self._per_query = None
-        self.expected = mean_expected
-        if n:
-            self.oblivious = float(oblivious.mean())
-            self.min = float(low.mean())
-            self.max = float(high.mean())
-            self.tie_std = math.sqrt(float(variance.sum())) / n
-        else:
-            self.oblivious = self.min = self.max = self.tie_std = math.nan
+        self.expected = total_expected
+        self.oblivious, self.min, self.max = combine(oblivious), combine(low), combine(high)
+        spread = math.sqrt(float(variance.sum()))
+        self.tie_std = spread if summed else spread / n if n else math.nan
         self.range = self.max - self.min
         self.bias = self.oblivious - self.expected
         return self
@@ -123,7 +132,8 @@ class MetricResult(float):
         return float(self)
 
     def __reduce__(self):
-        return (MetricResult.from_table, (self.name, self.query_ids, self._table, self.oblivious_order))
+        return (MetricResult.from_table, (self.name, self.query_ids, self._table, self.oblivious_order,
+                                          self.aggregate))
 
     @property
     def n_queries(self) -> int:

@@ -33,7 +33,7 @@ import pandas as pd
 
 from .errors import InputError, QueryMismatchError
 from .inputs import FORMAT_NAMES, _checked_path, file_format, is_ranx_qrels, load_qrels, put_value
-from .metrics import parse_metrics
+from .metrics import parse_metric, parse_metrics
 from .outputs import atomic_output, check_utf8_ids
 from .report import PER_QUERY_COLUMNS, EvaluationReport, MetricResult, per_query_frame
 from .trec_files import TrecFile, put_segment
@@ -201,8 +201,8 @@ def evaluate_file(qrels, path, metrics, *, relevance_level: int = 1, oblivious: 
     specs = parse_metrics(metrics, relevance_level)
     streamed = evaluate_stream(qrels, path, specs, make_comparable, oblivious, chunk_queries=chunk_queries,
                                drop_extra=True, ignore_identical_ids=ignore_identical_ids)
-    report = EvaluationReport({spec.name: MetricResult(spec.name, streamed.frames[spec.name], oblivious)
-                               for spec in specs})
+    report = EvaluationReport({spec.name: MetricResult(spec.name, streamed.frames[spec.name], oblivious,
+                                                       spec.aggregate) for spec in specs})
     if per_query_out is not None:
         write_per_query(per_query_out, {name: result.per_query for name, result in report.items()},
                         oblivious=oblivious, relevance_level=relevance_level,
@@ -376,5 +376,5 @@ def merge(paths) -> EvaluationReport:
     for name in first_meta["metrics"]:
         frame = rows[rows["metric"] == name].set_index("query_id")[PER_QUERY_COLUMNS]
         frame.index = pd.Index(list(frame.index), name="query_id")
-        report[name] = MetricResult(name, frame, order)
+        report[name] = MetricResult(name, frame, order, parse_metric(name).aggregate)
     return report

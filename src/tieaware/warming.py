@@ -27,6 +27,7 @@ FAMILY_METRICS = {
     "success": "hit_rate@2", "rr": "mrr@2", "ap": "map@3", "dcg": "dcg_burges@3", "ndcg": "ndcg@3",
     "rbp": "rbp.8", "err": "ERR@3", "bpref": "bpref", "judged": "Judged@2", "set_p": "set_P",
     "set_recall": "set_recall", "set_f": "set_F", "set_map": "set_map", "set_relative_p": "set_relative_P",
+    "num_q": "num_q", "num_ret": "num_ret", "num_rel": "num_rel", "num_rel_ret": "num_rel_ret",
 }
 
 # tiny, but with every case a kernel branches on: ties mixing relevant, non-relevant, negative and

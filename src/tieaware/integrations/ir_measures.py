@@ -6,7 +6,8 @@
 ``pt.Experiment`` next to the usual ``nDCG@10`` and each reports, per query and
 (as the mean over queries) overall, the statistic `tieaware.evaluate` gives for
 that measure: E[M] over all orderings of tied documents, max - min, the tool's
-value minus E[M], and the worst and best orderings. Every measure tieaware
+value minus E[M], and the worst and best orderings; counts (``E(NumRelRet)``) are
+summed over queries, as ir_measures sums ``NumRelRet``. Every measure tieaware
 parses in ir_measures syntax can be wrapped (`tieaware.metrics`), and so can a
 name as a string in any syntax tieaware reads (``E("ndcg_cut_10")``,
 ``Range("ndcg@10")``, ``E("nDCG@10")``), evaluated as `tieaware.evaluate` reads
@@ -53,6 +54,7 @@ import re
 
 import ir_measures
 from ir_measures.measures import Measure, ParamInfo
+from ir_measures.measures.base import MeanAgg, SumAgg
 
 from ..errors import InputError, InputTypeError
 from ..evaluation import evaluate
@@ -96,6 +98,11 @@ class TieAwareMeasure(Measure):
         oblivious = self.params.get("oblivious", "ir_measures")
         extra = "" if oblivious == "ir_measures" else f",oblivious={oblivious!r}"
         return f"{type(self).__name__}({self.params['measure']}{extra})"
+
+    def aggregator(self) -> MeanAgg | SumAgg:
+        """ir_measures' aggregate over queries: the sum for counts (`tieaware.metrics.MetricSpec.aggregate`),
+        else the mean."""
+        return SumAgg() if parse_metric(str(self.params["measure"])).aggregate == "sum" else MeanAgg()
 
     def runtime_impl(self, qrels, run):
         """Per-query ``Metric``s: `tieaware.evaluate` on the runtime provider's DataFrames

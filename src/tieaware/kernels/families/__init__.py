@@ -14,6 +14,7 @@ err               `err`: DP over a group's prefix counts `err.err_moments`
 bpref             `bpref`                                `bpref.bpref_moments`
 judged            `judged`: Hits of judged documents     `hits.hits_moments`
 set_p, ...        `sets`: trec_eval's set measures       none (tie-independent)
+num_* (counts)    `counts`: trec_eval's counts (sums)    none; at k: `hits.hits_moments`
 ================  =====================================  ==========================
 
 Each module holds the closed forms, a line or two of derivation, references, and
@@ -30,7 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import ap, bpref, dcg, err, hits, judged, rbp, rr, sets, success
+from . import ap, bpref, counts, dcg, err, hits, judged, rbp, rr, sets, success
 from .common import Judged, Params
 
 #: family name (`tieaware.metrics.FAMILIES`) -> function(judged, params) -> (Q, 5) array of
@@ -55,6 +56,10 @@ FAMILIES: dict[str, Callable[[Judged, Params], np.ndarray]] = {
     "set_relative_p": sets.set_measure("relative_p"),
     "set_map": sets.set_measure("map"),
     "set_f": sets.set_measure("f"),
+    "num_q": counts.num_q,
+    "num_ret": counts.num_ret,
+    "num_rel": counts.num_rel,
+    "num_rel_ret": counts.num_rel_ret,
 }
 
 

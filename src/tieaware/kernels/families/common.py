@@ -238,6 +238,19 @@ def all_orders(kernel, judged: Judged, values: tuple, *args) -> np.ndarray:
     return out
 
 
+def relevant_retrieved(judged: Judged, level: float) -> np.ndarray:
+    """(Q,) retrieved documents judged >= level, per query (float64)."""
+    member_query = np.repeat(np.arange(judged.n_queries), np.diff(judged.tied.offsets))
+    return np.bincount(member_query, weights=judged.mem_rel >= level, minlength=judged.n_queries)
+
+
+def constant(values: np.ndarray) -> np.ndarray:
+    """stats (Q, 5) of a value no tie order moves: E = min = max = oblivious = values, variance 0."""
+    out = np.zeros((values.shape[0], 5))
+    out[:, [0, 2, 3, 4]] = np.asarray(values, np.float64)[:, None]
+    return out
+
+
 def scaled(stats: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """stats (Q, 5) of M -> of scale * M (the variance by scale^2). Overflowed gains (inf, NaN) pass
     through silently: `tieaware.evaluate` names the query."""

@@ -18,24 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import Judged, Params, inverse
-
-
-def _relevant_retrieved(judged: Judged, level: float) -> np.ndarray:
-    member_query = np.repeat(np.arange(judged.n_queries), np.diff(judged.tied.offsets))
-    return np.bincount(member_query, weights=judged.mem_rel >= level, minlength=judged.n_queries)
-
-
-def _constant(values: np.ndarray) -> np.ndarray:
-    out = np.zeros((values.shape[0], 5))
-    out[:, [0, 2, 3, 4]] = values[:, None]
-    return out
+from .common import Judged, Params, constant, inverse, relevant_retrieved
 
 
 def set_measure(kind: str):
     """The family function of one set measure: "p", "recall", "relative_p", "map" or "f"."""
     def stats(judged: Judged, p: Params) -> np.ndarray:
-        hits = _relevant_retrieved(judged, p.level)
+        hits = relevant_retrieved(judged, p.level)
         n_ret = judged.n_ret.astype(np.float64)
         n_rel = judged.n_relevant(p.level).astype(np.float64)
         precision, recall = hits * inverse(n_ret), hits * inverse(n_rel)
@@ -43,7 +32,7 @@ def set_measure(kind: str):
                   "relative_p": lambda: hits * inverse(np.minimum(n_ret, n_rel)),
                   "map": lambda: precision * recall,
                   "f": lambda: 2.0 * precision * recall * inverse(precision + recall)}[kind]()
-        return _constant(values)
+        return constant(values)
 
     stats.__name__ = f"set_{kind}"
     stats.__doc__ = f"trec_eval's set_{kind} (see the module docstring); tie-independent."
