@@ -24,14 +24,14 @@ def test_every_kernel_uses_the_verified_cache():
 
 
 def test_a_kernel_cache_is_stamped_with_every_kernel_module():
-    """`ranx_reader.read_run` inlines `kernels.groups.query_groups`: an edit of groups.py (or an
+    """`ranx_reader.group_chunk` inlines `kernels.groups.query_groups`: an edit of groups.py (or an
     update that changes it) must make its cached code stale, which numba's stamp of the function's
     own file alone does not."""
     from tieaware import ranx_reader
 
     names = {name for name, _, _ in kernel_sources_stamp()}
     assert {"groups.py", "disk_cache.py", os.path.join("families", "dcg.py")} <= names
-    cache = ranx_reader.read_run._cache
+    cache = ranx_reader.group_chunk._cache
     assert cache._cache_file._source_stamp == (cache._impl.locator.get_source_stamp(), kernel_sources_stamp())
 
 
@@ -145,7 +145,8 @@ _CHILD = textwrap.dedent("""
         out[width] = max(float(np.max(np.abs((got[m].per_query - want[m].per_query).to_numpy())))
                          for m in METRICS)
     from tieaware import ranx_reader
-    print(json.dumps([out, sum(ranx_reader.read_run.stats.cache_misses.values())]))
+    print(json.dumps([out, sum(sum(k.stats.cache_misses.values()) for k in (ranx_reader.run_chunk,
+                                                                          ranx_reader.group_chunk))]))
 """)
 
 

@@ -752,7 +752,7 @@ def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers(tmp_path):
         wide = ranx.Run({"q1": {"d1": 0.5, "d" + "x" * 40 + "y": 0.5, "d3": 0.25}})
         tieaware.evaluate(qrels, wide, "ndcg@2")
         tieaware.evaluate(ranx.Qrels({"q1": {"d1": 1, "d" + "z" * 30: 0}}), wide, "ndcg@2")
-        assert [typeof(wide.run)] * 2 == [signature[0] for signature in ranx_reader.read_run.signatures][1:]
+        assert [typeof(wide.run)] == [signature[0] for signature in ranx_reader.run_chunk.signatures][1:]
         after = {kernel: len(kernel.signatures) for kernel in _dispatchers()}
         assert after == kernels, {kernel.py_func.__qualname__: n for kernel, n in after.items() if n != kernels[kernel]}
     """

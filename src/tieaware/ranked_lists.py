@@ -12,10 +12,10 @@ calls converts once.
 ranx ``Run``/``Qrels`` are read by jitted loops over their numba typed dicts
 (`ranx_reader`, holding the GIL; a Run or Qrels another thread changes between two of those
 kernels is read again from a copy taken in one, `ranx_reader.frozen`); Python dicts by C-level operations (the values by
-``struct.pack_into``, the ids joined and encoded as UTF-32 code points) in chunks of
-about `CHUNK_DOCS` documents, with the same queries' judgments from a qrels dict, so
+``struct.pack_into``, the ids joined and encoded as UTF-32 code points). Both are read in chunks of
+about `CHUNK_DOCS` documents (a Python qrels dict's judgments beside a dict run's chunks), so
 memory grows with the chunk, not the run. No Python loop touches every document. The group kernels
-release the GIL: a dict's chunk is grouped on a worker thread while the next chunk is read (`tieaware.threads`);
+release the GIL: a chunk is grouped on a worker thread while the next chunk is read (`tieaware.threads`);
 results do not depend on the number of threads.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ import math
 import os
 import struct
 import weakref
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -427,6 +428,17 @@ def _judgments(qrels, query_ids: list) -> tuple:
     return offsets, grades, of_queries
 
 
+def _chunks(offsets: np.ndarray) -> list[tuple[int, int]]:
+    """Ranges (first, last) of whole queries of about `CHUNK_DOCS` documents (CSR `offsets`), in order."""
+    ranges = []
+    first = 0
+    while first < offsets.size - 1:
+        last = max(first + 1, int(np.searchsorted(offsets, offsets[first] + CHUNK_DOCS, side="right")) - 1)
+        ranges.append((first, last))
+        first = last
+    return ranges
+
+
 def _from_dicts(qrels, run: dict, query_ids: list, ranx_order: int) -> RankedLists:
     """Chunks of whole queries (about `CHUNK_DOCS` documents) read into arrays by C-level Python calls
     (`_chunk_arrays`, `_judgments`, holding the GIL) while a worker thread runs `read_chunk`
@@ -439,12 +451,7 @@ def _from_dicts(qrels, run: dict, query_ids: list, ranx_order: int) -> RankedLis
     np.cumsum(n_ret, out=offsets[1:])
     groups = _Groups(n_ret, qrel_offsets)
     work = groups.work()
-    ranges = []
-    first = 0
-    while first < len(query_ids):
-        last = max(first + 1, int(np.searchsorted(offsets, offsets[first] + CHUNK_DOCS, side="right")) - 1)
-        ranges.append((first, last))
-        first = last
+    ranges = _chunks(offsets)
 
     cursor = np.zeros(1, np.int64)  # chunks are read in order, each continuing where the one before ended
 
@@ -494,32 +501,42 @@ def _read_ranx_run(qrels, run, make_comparable: bool) -> RankedLists:
 
 def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys: tuple) -> RankedLists:
     """`run_keys`: the Run's own keys as a typed list and its CSR offsets (`ranx_reader.queries`),
-    which are `query_ids` unless ``make_comparable``. A ranx Qrels is read query by query in the
-    same threaded pass as the Run (`ranx_reader.judged_ids`), its grades then sorted best-first; a
-    Python qrels dict is read first (`_judgments`)."""
+    which are `query_ids` unless ``make_comparable``. The judgments are read first (`_judgments`); the
+    Run in chunks of whole queries (about `CHUNK_DOCS` documents), each copied holding the GIL
+    (`ranx_reader.run_chunk`) while worker threads group the chunks before without it
+    (`ranx_reader.group_chunk`, one chunk in flight per thread)."""
     if make_comparable:
         typed_ids = ranx_reader.typed(query_ids)
         offsets = ranx_reader.run_sizes(run.run, typed_ids)
     else:
         typed_ids, offsets = run_keys
-    if is_ranx_qrels(qrels):
-        qrel_offsets = ranx_reader.run_sizes(qrels.qrels, typed_ids)
-        grades = np.empty(int(qrel_offsets[-1]), np.float64)
-        judgments = qrels.qrels
-    else:
-        qrel_offsets, grades, judgments_of = _judgments(qrels, query_ids)
-        judgments = judgments_of(0, len(query_ids))[1:4]
+    qrel_offsets, grades, judgments_of = _judgments(qrels, query_ids)
+    judgments = judgments_of(0, len(query_ids))[1:4]
     n_ret = np.diff(offsets)
     groups = _Groups(n_ret, qrel_offsets)
-    ranges = threads.query_ranges(offsets)
-    parts = threads.map_kernel(ranx_reader.read_run, [
-        (run.run, judgments, typed_ids, lo, hi, offsets, qrel_offsets, grades, groups.work(), groups.out,
-         groups.n_members, groups.n_groups, groups.first_nan, groups.room[lo], SEED) for lo, hi in ranges])
-    if any(was_changed for *_, was_changed in parts):
-        raise ranx_reader.ChangedWhileReadError()
-    if is_ranx_qrels(qrels):
-        _check_ranx_grades(qrels, query_ids, grades)
-        grades = grades[argsort_segments(-grades, qrel_offsets)]
+    ranges = _chunks(offsets)
+    works = [groups.work() for _ in range(min(threads.n_threads(), len(ranges)))]
+
+    def copied(i: int, lo: int, hi: int) -> tuple:
+        *chunk, was_changed = ranx_reader.run_chunk(run.run, typed_ids, lo, hi, offsets, SEED)
+        if was_changed:
+            raise ranx_reader.ChangedWhileReadError()
+        return (offsets, lo, hi, *chunk, qrel_offsets, *judgments, grades, works[i % len(works)], groups.out,
+                groups.n_members, groups.n_groups, groups.first_nan, groups.room[lo], SEED)
+
+    if len(works) <= 1:
+        parts = [ranx_reader.group_chunk(*copied(i, lo, hi)) for i, (lo, hi) in enumerate(ranges)]
+    else:
+        parts, pending = [], deque()
+        with ThreadPoolExecutor(max_workers=len(works)) as pool:
+            for i, (lo, hi) in enumerate(ranges):
+                args = copied(i, lo, hi)
+                if i == 0:
+                    threads.compiled_here(ranx_reader.group_chunk, args)
+                if len(pending) == len(works):  # chunk i takes the scratch of chunk i - len(works)
+                    parts.append(pending.popleft().result())
+                pending.append(threads.submit_started(pool, ranx_reader.group_chunk, args))
+            parts += [future.result() for future in pending]
     bad = np.flatnonzero(groups.first_nan >= 0)
     if bad.size:
         q = int(bad[0])

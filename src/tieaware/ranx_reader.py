@@ -4,13 +4,13 @@ ranx keeps a run as ``Dict[str, Dict[UnicodeCharSeq(W), float64]]`` (W: its
 longest doc id) and qrels likewise with int64 grades. Calling into such dicts
 from Python costs about 1 µs per lookup, so every pass over them runs in numba:
 
-* `read_run`: one pass per query over its items and those of its judgments in a
-  Qrels (`judged_ids`), copying the scores, grades and the ids' code points into
-  per-query scratch, then `kernels.groups.query_groups` (shared with the reader
-  of Python dicts) builds the judged groups. Ids are
-  read as code points, never turned into strings (a typed-dict lookup by string
-  costs ~0.5 µs); code point order is the order trec_eval's ``strcmp`` gives
-  their UTF-8 bytes.
+* `run_chunk`: one pass over the items of a chunk of queries, copying the
+  scores and the ids' code points into flat arrays; `group_chunk` then hashes
+  the copy and builds its judged groups with `kernels.groups.query_groups`
+  (shared with the reader of Python dicts), the judgments read before by
+  `qrels_arrays`. Ids are read as code points, never turned into strings (a
+  typed-dict lookup by string costs ~0.5 µs); code point order is the order
+  trec_eval's ``strcmp`` gives their UTF-8 bytes.
 * `queries` and `typed`: query ids between Python and numba. A typed dict or
   list is never iterated, sized or built from Python (but to name a bad value
   in an error message): numba compiles those methods at run time, per dict type
@@ -18,22 +18,23 @@ from Python costs about 1 µs per lookup, so every pass over them runs in numba:
   code points (`key_codes`, `typed_keys`).
 * `fingerprint`: a hash of every id and value, so a cached conversion is
   served only while the objects still hold the same data (ranx's ``add_score``
-  and friends mutate the typed dicts in place); `read_run` returns its parts
+  and friends mutate the typed dicts in place); `group_chunk` returns its parts
   for the Run on the way.
 
-No kernel here releases the GIL: a typed dict read without it could be changed
-meanwhile by Python code on another thread (``Run.add_score``), and numba's
-dicts free their storage when they grow, which aborted the process. Holding it,
-a kernel sees the dict as it is between two Python steps; a dict changed between
-two kernels (sizes read by `run_sizes`, items by `read_run` or `run_scores`) is
-noticed by comparing sizes, and the readers report it (`changed`) instead of
-writing past arrays sized before; `tieaware.ranked_lists` then reads a `frozen`
-copy. `read_run` and `fingerprint_part` read disjoint ranges of queries
-(`tieaware.threads`): each range hashes from 0 and `joined` combines the parts
-into the hash one pass would give. These kernels compile
-once per doc-id width (numba specialises on the dict types, as ranx's own
-kernels do; `read_run` per pair of Run and Qrels widths); the group kernels
-they call take plain arrays and compile once.
+No kernel that reads a typed dict releases the GIL: a typed dict read without
+it could be changed meanwhile by Python code on another thread
+(``Run.add_score``), and numba's dicts free their storage when they grow, which
+aborted the process. Holding it, a kernel sees the dict as it is between two
+Python steps; a dict changed between two kernels (sizes read by `run_sizes`,
+items by `run_chunk` or `run_scores`) is noticed by comparing sizes, and the
+readers report it (`changed`) instead of writing past arrays sized before;
+`tieaware.ranked_lists` then reads a `frozen` copy. So the GIL-holding part is
+a plain copy: `group_chunk` works on it without the GIL, on worker threads,
+while the next chunk is copied. `fingerprint_part` reads disjoint ranges of
+queries (`tieaware.threads`): each range hashes from 0 and `joined` combines the
+parts into the hash one pass would give. The typed-dict readers compile once per
+doc-id width (numba specialises on the dict types, as ranx's own kernels do);
+`group_chunk` and the group kernels take plain arrays and compile once.
 """
 from __future__ import annotations
 
@@ -227,7 +228,7 @@ def typed(ids: list) -> List:
 def qrels_arrays(qrels_td, query_ids):
     """Judgments of `query_ids` (CSR offsets (Q+1,)), their ids as code points codes[lo:hi], and grades;
     one pass over the judgments (the code point array grows when ids are longer than 8 on average).
-    For a Qrels beside a run of Python dicts (`read_run` reads a Qrels itself)."""
+    For a Qrels beside a Run or a run of Python dicts: one kernel, so a Qrels is read as it is at one moment."""
     offsets = run_sizes(qrels_td, query_ids)
     codes = np.empty(8 * offsets[-1] + 16, np.uint32)
     lo = np.empty(offsets[-1], np.int64)
@@ -248,106 +249,92 @@ def qrels_arrays(qrels_td, query_ids):
     return offsets, codes[:c], lo, hi, grades
 
 
-def judged_ids(judgments, qid, a, b, scratch, lo, hi, grades):
-    """Query `qid`'s judged ids as (scratch, codes, lo, hi), id t being codes[lo[t]:hi[t]], for
-    `kernels.groups.query_groups`; its judgments are a..b-1 of the query's CSR range.
-
-    `judgments` is a ranx Qrels' typed dict, read here: ids into `scratch` (returned, grown when it
-    has no room; then codes is scratch) and lo, hi; grades into grades[a:b], in the dict's order
-    (the caller has checked with `judgments_changed` that it still holds b - a judgments).
-    Or it is (codes, lo, hi) of every query's judgments, read before (a Python qrels dict beside a
-    ranx Run): their a..b-1 are returned and nothing is written."""
+def id_width(td):
+    """The most code points a doc id of a Run's or Qrels' typed dict holds (its UnicodeCharSeq
+    width), or 0 when its ids are str of any length."""
 
 
-def judgments_changed(judgments, qid, size):
-    """`changed` for a Qrels' typed dict; False for arrays read before."""
-
-
-@overload(judgments_changed)
-def _judgments_changed_impl(judgments, qid, size):
-    if isinstance(judgments, types.DictType):
-        return lambda judgments, qid, size: changed(judgments, qid, size)
-    return lambda judgments, qid, size: False
-
-
-@overload(judged_ids)
-def _judged_ids_impl(judgments, qid, a, b, scratch, lo, hi, grades):
-    if isinstance(judgments, types.DictType):
-        def read(judgments, qid, a, b, scratch, lo, hi, grades):
-            c = 0
-            if b > a:  # a query with judgments (R > 0 or N > 0) is in the Qrels
-                j = 0
-                for key, grade in judgments[qid].items():
-                    scratch = _appended(scratch, c, key)
-                    lo[j] = c
-                    c += len(key)
-                    hi[j] = c
-                    grades[a + j] = grade
-                    j += 1
-            return scratch, scratch, lo[:b - a], hi[:b - a]
-        return read
-    if isinstance(judgments, types.BaseTuple):
-        return lambda judgments, qid, a, b, scratch, lo, hi, grades: (scratch, judgments[0], judgments[1][a:b],
-                                                                       judgments[2][a:b])
-    return None
+@overload(id_width)
+def _id_width_impl(td):
+    key = td.value_type.key_type
+    width = key.count if isinstance(key, types.UnicodeCharSeq) else 0
+    return lambda td: width
 
 
 @kernel
-def read_run(run_td, judgments, query_ids, q_lo, q_hi, offsets, qrel_offsets, grades, work, out, n_members, n_groups,
-             first_nan, m0, seed):
+def run_chunk(run_td, query_ids, q_lo, q_hi, offsets, seed):
+    """A copy of queries q_lo..q_hi-1 of a Run's typed dict, for `group_chunk`: (scores, codes, id_lo,
+    id_hi) per document in the dict's order, id i being codes[id_lo[i]:id_hi[i]]; per query
+    whether the dict holds it and its id's `id_hash`; and whether the dict no longer has the sizes
+    `offsets` were read from (then it stops there: `changed`). A plain pass holding the GIL (see
+    above): the hashing and grouping run on the copy without it. The codes get room for every id
+    at its type's width (`id_width`; pages never written cost no memory), so the loop never grows
+    them (half its time with `_appended`'s check)."""
+    n = offsets[q_hi] - offsets[q_lo]
+    width = id_width(run_td)
+    scores = np.empty(n, np.float64)
+    id_lo = np.empty(n, np.int64)
+    id_hi = np.empty(n, np.int64)
+    codes = np.empty(width * n if width > 0 else 8 * n + 16, np.uint32)
+    present = np.zeros(q_hi - q_lo, np.bool_)
+    qid_hash = np.zeros(q_hi - q_lo, np.uint64)
+    j = 0
+    c = 0
+    for q in range(q_lo, q_hi):
+        qid = query_ids[q]
+        if changed(run_td, qid, offsets[q + 1] - offsets[q]):
+            return scores, codes[:c], id_lo, id_hi, present, qid_hash, True
+        if qid not in run_td:
+            continue
+        present[q - q_lo] = True
+        qid_hash[q - q_lo] = id_hash(qid, 0, len(qid), seed)
+        for key, s in run_td[qid].items():
+            if width > 0:
+                for t in range(len(key)):
+                    codes[c + t] = code_at(key, t)
+            else:
+                codes = _appended(codes, c, key)
+            id_lo[j] = c
+            c += len(key)
+            id_hi[j] = c
+            scores[j] = s
+            j += 1
+    return scores, codes[:c], id_lo, id_hi, present, qid_hash, False
+
+
+@kernel(nogil=True)
+def group_chunk(offsets, q_lo, q_hi, scores, codes, id_lo, id_hi, present, qid_hash, qrel_offsets, jcodes, j_lo,
+                j_hi, grades, work, out, n_members, n_groups, first_nan, m0, seed):
     """Fill the judged groups of queries q_lo..q_hi-1 (`kernels.groups.query_groups`, members written
-    in query order from m0), their judgments from `judgments` (`judged_ids`: a ranx Qrels' typed
-    dict, read here into grades[qrel_offsets[q_lo]:qrel_offsets[q_hi]], or arrays read before);
-    returns these queries' part of the Run's `fingerprint`, (hash from 0, values folded), when
-    ``query_ids`` are its queries in its order, and whether a dict no longer has the sizes `offsets`
-    and `qrel_offsets` were read from (then it stops there: `changed`). Holds the GIL (see above)."""
-    longest = 1
-    most_judged = 1
-    for i in range(q_lo, q_hi):
-        longest = max(longest, offsets[i + 1] - offsets[i])
-        most_judged = max(most_judged, qrel_offsets[i + 1] - qrel_offsets[i])
-    scores = np.empty(longest, np.float64)
-    id_lo = np.empty(longest, np.int64)
-    id_hi = np.empty(longest, np.int64)
-    doc_hash = np.empty(longest, np.uint64)
-    doc_key = np.empty(longest, np.uint64)
-    codes = np.empty(16 * longest, np.uint32)
-    jscratch = np.empty(16 * most_judged, np.uint32)
-    j_lo = np.empty(most_judged, np.int64)
-    j_hi = np.empty(most_judged, np.int64)
+    in query order from m0) from their copy by `run_chunk`, their judgments CSR by qrel_offsets (ids
+    in jcodes); returns these queries' part of the Run's `fingerprint`, (hash from 0, values folded),
+    when the queries are its queries in its order. Reads no typed dict: releases the GIL, so the next
+    chunk is copied meanwhile (`tieaware.ranked_lists`)."""
+    doc_hash = np.empty(scores.shape[0], np.uint64)
+    doc_key = np.empty(scores.shape[0], np.uint64)
     bits = np.empty(1, np.float64)
     as_int = bits.view(np.uint64)
     h = np.uint64(0)
     folded = 0
     cursor = m0
+    base = offsets[q_lo]
     for q in range(q_lo, q_hi):
-        qid = query_ids[q]
-        a, b = qrel_offsets[q], qrel_offsets[q + 1]
-        if changed(run_td, qid, offsets[q + 1] - offsets[q]) or judgments_changed(judgments, qid, b - a):
-            return h, folded, True
-        jscratch, jcodes, lo, hi = judged_ids(judgments, qid, a, b, jscratch, j_lo, j_hi, grades)
         n_members[q], n_groups[q], first_nan[q] = 0, 0, -1
-        if qid not in run_td:
+        if not present[q - q_lo]:
             continue
-        docs = run_td[qid]
-        h = fold(fold(h, id_hash(qid, 0, len(qid), seed)), np.uint64(len(docs)))
-        folded += 2 + len(docs)
-        j = 0
-        c = 0
-        for key, s in docs.items():
-            codes = _appended(codes, c, key)
-            id_lo[j] = c
-            c += len(key)
-            id_hi[j] = c
-            scores[j] = s
-            doc_hash[j] = id_hash(codes, id_lo[j], c, seed)
-            h = fold(h, _item(doc_hash[j], s, bits, as_int))
-            j += 1
-        members, groups, nan_at = query_groups(scores[:j], codes, id_lo[:j], id_hi[:j], doc_hash[:j], doc_key[:j],
-                                               jcodes, lo, hi, grades[a:b], work, out, cursor, seed)
+        lo, hi = offsets[q] - base, offsets[q + 1] - base
+        a, b = qrel_offsets[q], qrel_offsets[q + 1]
+        h = fold(fold(h, qid_hash[q - q_lo]), np.uint64(hi - lo))
+        folded += 2 + hi - lo
+        for i in range(lo, hi):
+            doc_hash[i] = id_hash(codes, id_lo[i], id_hi[i], seed)
+            h = fold(h, _item(doc_hash[i], scores[i], bits, as_int))
+        members, groups, nan_at = query_groups(scores[lo:hi], codes, id_lo[lo:hi], id_hi[lo:hi], doc_hash[lo:hi],
+                                               doc_key[lo:hi], jcodes, j_lo[a:b], j_hi[a:b], grades[a:b], work,
+                                               out, cursor, seed)
         n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
         cursor += members
-    return h, folded, False
+    return h, folded
 
 
 @kernel
@@ -380,8 +367,8 @@ def fingerprint(td, seed) -> int:
     """A polynomial hash from `seed` folding in, in iteration order, every query id (`id_hash`) and
     its size, and each (id, value) (`_item`): any change of an id, a value or the order shows (but
     for a 64-bit hash's chance; ids cannot be built to collide without the seed). Ranges of queries
-    are hashed on threads and `joined`; `read_run` returns the parts of the same hash for a Run read
-    in its own order."""
+    are hashed on threads and `joined`; `group_chunk` returns the parts of the same hash for a Run
+    read in its own order."""
     query_ids, offsets = keys_and_sizes(td)
     return joined(seed, threads.map_kernel(fingerprint_part, [(td, query_ids, lo, hi, seed)
                                                               for lo, hi in threads.query_ranges(offsets)]))

@@ -466,7 +466,7 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
 
     Four stages, each its own function (numba compiles four small functions several times faster
     than one large one): `_find_judged`, `_order_members`, `_place_scores`, `_rank_in_groups`.
-    Inlined into `read_chunk` and `ranx_reader.read_run`: not compiled on its own.
+    Inlined into `read_chunk` and `ranx_reader.group_chunk`: not compiled on its own.
     """
     table, key_hash, key_doc, doc_member, mem_doc, _, _, _, distinct, bucket_start, gaps, in_group, in_slot, _ = work
     for i in range(scores.shape[0]):
