@@ -45,6 +45,20 @@ def _matches(buf, lo, hi, word) -> bool:
     return True
 
 
+@kernel(inline="always")
+def _digits(buf, i, hi, mantissa, significant):
+    """(the index after the digits from ``buf[i]``, the mantissa and the count of significant digits with
+    them added, the first 15 significant ones kept, how many digits there were)."""
+    start = i
+    while i < hi and 48 <= buf[i] <= 57:
+        if mantissa > 0 or buf[i] != 48:
+            significant += 1
+            if significant <= 15:
+                mantissa = mantissa * 10 + (buf[i] - 48)
+        i += 1
+    return i, mantissa, significant, i - start
+
+
 @kernel
 def _score(buf, lo, hi, powers, inf_word, infinity_word, nan_word):
     """(code, value): code 0 and the value, -1 (a number to convert from its text), or SCORE / NAN."""
@@ -59,27 +73,11 @@ def _score(buf, lo, hi, powers, inf_word, infinity_word, nan_word):
         if _matches(buf, i, hi, nan_word):
             return NAN, 0.0
         return SCORE, 0.0
-    mantissa = 0
-    significant = 0
-    digits = 0
     after_point = 0
-    while i < hi and 48 <= buf[i] <= 57:
-        if mantissa > 0 or buf[i] != 48:
-            significant += 1
-            if significant <= 15:
-                mantissa = mantissa * 10 + (buf[i] - 48)
-        digits += 1
-        i += 1
+    i, mantissa, significant, digits = _digits(buf, i, hi, 0, 0)
     if i < hi and buf[i] == 46:  # .
-        i += 1
-        while i < hi and 48 <= buf[i] <= 57:
-            if mantissa > 0 or buf[i] != 48:
-                significant += 1
-                if significant <= 15:
-                    mantissa = mantissa * 10 + (buf[i] - 48)
-            after_point += 1
-            digits += 1
-            i += 1
+        i, mantissa, significant, after_point = _digits(buf, i + 1, hi, mantissa, significant)
+        digits += after_point
     if digits == 0:
         return SCORE, 0.0
     exponent = 0
