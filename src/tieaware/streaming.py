@@ -32,9 +32,10 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError, QueryMismatchError
-from .inputs import FORMAT_NAMES, _checked_path, file_format, is_ranx_qrels, load_qrels, put_value
+from .inputs import FORMAT_NAMES, file_format, is_ranx_qrels, load_qrels, put_value
 from .metrics import parse_metric, parse_metrics
 from .outputs import atomic_output, check_utf8_ids
+from .raw_files import checked_path
 from .report import PER_QUERY_COLUMNS, EvaluationReport, MetricResult, per_query_frame
 from .trec_files import TrecFile, put_segment
 
@@ -356,7 +357,7 @@ def merge(paths) -> EvaluationReport:
         raise InputError("merge needs at least one per-query table.")
     shards = []
     for path in paths:
-        path = _checked_path(path, "per-query table")
+        path = checked_path(path, "per-query table")
         meta, rows = _read_table(path)
         shards.append((path, meta, rows, _shard_queries(path, meta, rows)))
     first_path, first_meta = shards[0][:2]
