@@ -57,6 +57,7 @@ from typing import Union
 
 from .errors import InputError
 from .raw_files import DECOMPRESSION_ERRORS as _DECOMPRESSION_ERRORS
+from .raw_files import STDIN as _STDIN
 from .raw_files import checked_path as _checked_path
 from .raw_files import open_binary as _open_binary
 
@@ -388,7 +389,7 @@ def file_format(path) -> str:
     suffix = suffixes[-1] if suffixes else ""
     form = {".json": "json", ".jsonl": "jsonl", ".lz4": "lz4", ".parquet": "parquet", ".parq": "parquet"}.get(
         suffix, "trec")
-    if form == "trec" and str(path) != "-" and Path(path).is_file() and _first_line_fields(Path(path)) == 3:
+    if form == "trec" and str(path) != _STDIN and Path(path).is_file() and _first_line_fields(Path(path)) == 3:
         return "tsv"  # qid<TAB>docid<TAB>score: a TREC line has six columns (a pipe is never peeked at)
     return form
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import InputError
+from .raw_files import STDIN
 
 
 @contextlib.contextmanager
@@ -81,7 +82,7 @@ def check_outputs(outputs, inputs) -> None:
     Raises:
         InputError: naming the output and the input it would overwrite.
     """
-    paths = [Path(p) for p in inputs if isinstance(p, (str, os.PathLike)) and str(p) != "-"]
+    paths = [Path(p) for p in inputs if isinstance(p, (str, os.PathLike)) and str(p) != STDIN]
     for output in outputs:
         if output is None:
             continue
