@@ -60,6 +60,13 @@ def bert_encoder():
     return seeded(lambda: BertModel(BertConfig(vocab_size=VOCAB_SIZE, **BERT)))
 
 
+def save_with_tokenizer(model, folder):
+    """Save a tiny model and TOKENIZER to folder, a loadable model folder; returns it as str."""
+    model.save_pretrained(folder)
+    TOKENIZER.save_pretrained(folder)
+    return str(folder)
+
+
 def qwen2_lm():
     config = Qwen2Config(vocab_size=VOCAB_SIZE, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,

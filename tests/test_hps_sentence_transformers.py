@@ -14,9 +14,9 @@ from sentence_transformers.sentence_transformer import modules as st_modules  # 
 from test_hps_scorers import (  # noqa: E402
     CORPUS,
     QUERIES,
-    TOKENIZER,
     bert_classifier,
     bert_encoder,
+    save_with_tokenizer,
 )
 
 from tieaware.errors import InputError, MissingFileError  # noqa: E402
@@ -27,20 +27,15 @@ PAIRS_Q = [QUERIES[q] for q in QIDS for _ in DOCIDS]
 PAIRS_D = [CORPUS[d] for _ in QIDS for d in DOCIDS]
 
 
-def save(model, folder):
-    model.save_pretrained(folder)
-    TOKENIZER.save_pretrained(folder)
-    return str(folder)
-
-
 @pytest.fixture(scope="module")
 def cross_folder(tmp_path_factory):
-    return {labels: save(bert_classifier(labels), tmp_path_factory.mktemp(f"ce{labels}")) for labels in (1, 2)}
+    return {labels: save_with_tokenizer(bert_classifier(labels), tmp_path_factory.mktemp(f"ce{labels}"))
+            for labels in (1, 2)}
 
 
 @pytest.fixture(scope="module")
 def encoder_folder(tmp_path_factory):
-    return save(bert_encoder(), tmp_path_factory.mktemp("bi"))
+    return save_with_tokenizer(bert_encoder(), tmp_path_factory.mktemp("bi"))
 
 
 def st_similarities(model: "st.SentenceTransformer"):

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 st = pytest.importorskip("sentence_transformers")
 from sentence_transformers.cross_encoder.evaluation import CrossEncoderRerankingEvaluator  # noqa: E402
 from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator  # noqa: E402
-from test_hps_scorers import TOKENIZER, WORDS, bert_classifier, bert_encoder  # noqa: E402
+from test_hps_scorers import WORDS, bert_classifier, bert_encoder, save_with_tokenizer  # noqa: E402
 
 import tieaware  # noqa: E402
 from tieaware.integrations.sentence_transformers import (  # noqa: E402
@@ -30,20 +30,14 @@ IR_ARGS = dict(queries=QUERIES, corpus=CORPUS, relevant_docs=RELEVANT, mrr_at_k=
                name="tiny", show_progress_bar=False)
 
 
-def _save(model, folder):
-    model.save_pretrained(folder)
-    TOKENIZER.save_pretrained(folder)
-    return str(folder)
-
-
 @pytest.fixture(scope="module")
 def encoder(tmp_path_factory):
-    return st.SentenceTransformer(_save(bert_encoder(), tmp_path_factory.mktemp("bi")), device="cpu")
+    return st.SentenceTransformer(save_with_tokenizer(bert_encoder(), tmp_path_factory.mktemp("bi")), device="cpu")
 
 
 @pytest.fixture(scope="module")
 def reranker(tmp_path_factory):
-    return st.CrossEncoder(_save(bert_classifier(1), tmp_path_factory.mktemp("ce")), device="cpu")
+    return st.CrossEncoder(save_with_tokenizer(bert_classifier(1), tmp_path_factory.mktemp("ce")), device="cpu")
 
 
 def test_ir_evaluator_reports_sentence_transformers_value_and_tie_statistics(encoder, tmp_path):
@@ -174,7 +168,7 @@ def _train_one_step(model, evaluator, tmp_path, primary: str):
 
 @pytest.mark.slow
 def test_sentence_transformer_trainer_with_tiny_model(tmp_path):
-    model = st.SentenceTransformer(_save(bert_encoder(), tmp_path / "model"), device="cpu")
+    model = st.SentenceTransformer(save_with_tokenizer(bert_encoder(), tmp_path / "model"), device="cpu")
     evaluator = TieAwareInformationRetrievalEvaluator(**IR_ARGS)
     logged = _train_one_step(model, evaluator, tmp_path / "out", "tiny_cosine_ndcg@10_expected")
     assert "eval_tiny_cosine_ndcg@10_range" in logged[0] and "eval_tiny_cosine_ndcg@10_bias" in logged[0]
@@ -202,7 +196,7 @@ def test_cross_encoder_trainer_with_reranking_evaluator(tmp_path):
     from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
-    model = st.CrossEncoder(_save(bert_classifier(1), tmp_path / "model"), device="cpu")
+    model = st.CrossEncoder(save_with_tokenizer(bert_classifier(1), tmp_path / "model"), device="cpu")
     docs = list(CORPUS.values())
     samples = [{"query": QUERIES[q], "positive": [CORPUS[d] for d in sorted(RELEVANT[q])], "negative": docs[:12]}
                for q in QUERIES]

@@ -4,21 +4,20 @@ where the hash is of the test's node id within the module, the check's name and 
 the device, exactly."""
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
-import os
+import os  # noqa: F401  (tests patch baseline.os.replace, the rename atomic_output makes)
 import platform
 import re
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from tieaware.errors import InputError
+from tieaware.outputs import atomic_output
 
 #: 3: "test", "name", "device" and "relevance_level" stored; 2: "std" renamed "tie_std". 1 and 2 are read too.
 SCHEMA_VERSION = 3
@@ -173,15 +172,8 @@ def write_atomically(path: Path, text: str) -> None:
     """Write `text` to `path` (UTF-8) under a temporary name in the same folder, then rename it over
     `path`: readers see the old file or the new one, never a part (also when the run is killed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    with atomic_output(path) as temporary:
+        temporary.write_text(text, encoding="utf-8", newline="")
 
 
 def tolerances(tolerance) -> dict[str, float]:

@@ -1,8 +1,6 @@
 """The session's check rows as a terminal section and as a JSON report. Pure Python."""
 from __future__ import annotations
 
-import json
-import math
 import platform
 from datetime import datetime, timezone
 from importlib import metadata
@@ -14,16 +12,11 @@ SUMMARY_COLUMNS = ("test", "metric", "expected", "range", "bias", "limit", "resu
 
 
 def strict_json(value, **options) -> str:
-    """`value` as strict JSON (RFC 8259 has no NaN or Infinity): non-finite floats become null."""
-    def finite(item):
-        if isinstance(item, float) and not math.isfinite(item):
-            return None
-        if isinstance(item, dict):
-            return {key: finite(inner) for key, inner in item.items()}
-        if isinstance(item, (list, tuple)):
-            return [finite(inner) for inner in item]
-        return item
-    return json.dumps(finite(value), allow_nan=False, **options)
+    """`value` as strict JSON (RFC 8259 has no NaN or Infinity): non-finite floats become null.
+    `tieaware.report.strict_json`, imported on first use so that loading the plugin imports no numpy."""
+    from tieaware.report import strict_json as report_strict_json
+
+    return report_strict_json(value, **options)
 
 
 def text_table(headers, rows) -> str:
