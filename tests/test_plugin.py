@@ -3,6 +3,7 @@
 Inner sessions run in-process (pytester) except where a fresh interpreter is the point.
 """
 import json
+import os
 import re
 import subprocess
 import sys
@@ -651,7 +652,7 @@ def test_baselines_are_written_by_renaming_a_complete_file(tmp_path, monkeypatch
     target = tmp_path / "data" / "check.json"
     module.write_atomically(target, "old\n")
     renamed = []
-    real_replace = module.os.replace
+    real_replace = os.replace
 
     def replace(source, destination):
         assert Path(source).parent == target.parent and Path(source).read_text() == "new\n"
@@ -659,14 +660,14 @@ def test_baselines_are_written_by_renaming_a_complete_file(tmp_path, monkeypatch
         renamed.append(Path(destination))
         real_replace(source, destination)
 
-    monkeypatch.setattr(module.os, "replace", replace)
+    monkeypatch.setattr(os, "replace", replace)  # the rename atomic_output makes
     module.write_atomically(target, "new\n")
     assert renamed == [target] and target.read_text() == "new\n"
 
     def fail(source, destination):
         raise OSError("disk full")
 
-    monkeypatch.setattr(module.os, "replace", fail)
+    monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(OSError, match="disk full"):
         module.write_atomically(target, "newer\n")
     assert target.read_text() == "new\n" and sorted(tmp_path.joinpath("data").iterdir()) == [target]

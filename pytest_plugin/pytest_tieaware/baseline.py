@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os  # noqa: F401  (tests patch baseline.os.replace, the rename atomic_output makes)
 import platform
 import re
 import sys
