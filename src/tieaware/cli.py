@@ -23,7 +23,7 @@ from pathlib import Path
 from . import __version__
 from .display import fixed, progress, text_table
 from .errors import InputError, QueryMismatchError, TieawareError, UnknownMetricError
-from .metrics import expand_names, parse_metric
+from .metrics import COUNT_FAMILIES, expand_names, parse_metric
 from .outputs import atomic_output, check_outputs, check_utf8_ids
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_ERROR = 0, 1, 2
@@ -49,7 +49,7 @@ _TREC_BASE = {("ap", False): "map", ("rprec", False): "Rprec", ("bpref", False):
               ("ndcg", True): "ndcg_cut", ("ap", True): "map_cut", ("success", True): "success",
               ("set_p", False): "set_P", ("set_relative_p", False): "set_relative_P",
               ("set_recall", False): "set_recall", ("set_map", False): "set_map", ("set_f", False): "set_F",
-              **{(count, False): count for count in ("num_q", "num_ret", "num_rel", "num_rel_ret")}}
+              **{(count, False): count for count in COUNT_FAMILIES}}
 #: the counts trec_eval -M N takes over the top N documents
 _AT_DEPTH = ("num_ret", "num_rel_ret")
 

@@ -157,8 +157,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
     if not return_mean:
         out = {name: r.per_query_values("expected") for name, r in results.items()}
     elif return_std:
-        out = {name: {"mean": r, "std": float(r.per_query_values("expected").std()) if query_ids else math.nan}
-               for name, r in results.items()}
+        out = {name: {"mean": r, "std": _query_std(r.per_query_values("expected"))} for name, r in results.items()}
     else:
         out = EvaluationReport(results)
     return next(iter(out.values())) if single else out
@@ -243,6 +242,11 @@ def _finite_stats(lists: RankedLists, judged: Judged, spec: MetricSpec) -> np.nd
     return stats
 
 
+def _query_std(values: np.ndarray) -> float:
+    """ranx's ``return_std``: the spread of per-query E[M] across queries; NaN over no queries."""
+    return float(values.std()) if values.size else math.nan
+
+
 def _save_in_run(run, results: dict, return_std: bool) -> None:
     if not is_ranx_run(run):
         raise InputError("save_results_in_run=True needs a ranx Run.")
@@ -251,4 +255,4 @@ def _save_in_run(run, results: dict, return_std: bool) -> None:
         run.mean_scores[name] = r.expected
         run.scores[name] = dict(zip(r.query_ids, values.tolist()))
         if return_std:
-            run.std_scores[name] = float(values.std()) if values.size else math.nan
+            run.std_scores[name] = _query_std(values)
