@@ -62,15 +62,15 @@ def device_label(device=None) -> str:
     ``torch.device`` or a string: ``cpu`` -> ``cpu <architecture>``; ``cuda[:N]`` -> ``cuda <device name>``
     when torch sees that device; anything else as given (``"mps"``, ``"tpu v5e"``)."""
     torch = sys.modules.get("torch")
-    cuda = torch is not None and torch.cuda.is_available()
+    cuda = torch.cuda if torch is not None and torch.cuda.is_available() else None
     if device is None:
-        return f"cuda {torch.cuda.get_device_name(torch.cuda.current_device())}" if cuda else _cpu()
+        return f"cuda {cuda.get_device_name(cuda.current_device())}" if cuda is not None else _cpu()
     text = str(device)
     kind, _, index = text.partition(":")
     if kind == "cpu" and not index:
         return _cpu()
-    if kind == "cuda" and cuda and (not index or index.isdigit() and int(index) < torch.cuda.device_count()):
-        return f"cuda {torch.cuda.get_device_name(int(index) if index else torch.cuda.current_device())}"
+    if kind == "cuda" and cuda is not None and (not index or index.isdigit() and int(index) < cuda.device_count()):
+        return f"cuda {cuda.get_device_name(int(index) if index else cuda.current_device())}"
     if not text.strip():
         raise InputError(f"device must name a device, got {device!r}")
     return text

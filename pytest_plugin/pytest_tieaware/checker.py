@@ -3,6 +3,8 @@ not when this module loads."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import cast
 
 import pytest
 
@@ -79,6 +81,7 @@ class TieCheck:
         __tracebackhide__ = True
         from tieaware import evaluate
         from tieaware.metrics import metric_keys
+        from tieaware.report import EvaluationReport
         from tieaware.testing import TieInstabilityError
 
         tolerance = tolerances(tolerance)
@@ -88,8 +91,9 @@ class TieCheck:
         device = device_label(device) if device is not None or self._key_by_device else None
         path = baseline_path(self._node, name, device)
         shown_path = os.path.relpath(path, self._node.config.rootpath)
-        results = evaluate(qrels, run, names, oblivious=order,
-                           relevance_level=relevance_level, make_comparable=make_comparable)
+        # a list of metric names gives an EvaluationReport
+        results = cast(EvaluationReport, evaluate(qrels, run, names, oblivious=order, relevance_level=relevance_level,
+                                                  make_comparable=make_comparable))
         text = baseline_text(results, order, relevance_level, _dtype_label(dtype), check_id(self._node), name,
                              device)
 
@@ -118,7 +122,7 @@ class TieCheck:
                             "so its numbers mean something else: rerun with --tie-update-baseline to store "
                             "this check's", pytrace=False)
         stored = content["metrics"]
-        violations = {}
+        violations: dict[str, list[str]] = {}
         for metric, result in results.items():
             violations[metric], improvements = baseline_changes(result, stored.get(metric), tolerance)
             limits = {"tolerance": tolerance}
@@ -146,14 +150,14 @@ class TieCheck:
         return names
 
     def _record(self, check: str, result, limits: dict, limit: str, violations: list[str], dtype,
-                baseline: str | None = None, improvements: list[str] = ()) -> None:
+                baseline: str | None = None, improvements: Sequence[str] = ()) -> None:
         self._node.user_properties.append(
             (USER_PROPERTY, strict_json(check_row(self._node.nodeid, check, result, limits, limit, violations,
                                                   _dtype_label(dtype), baseline, improvements))))
 
 
 def check_row(test: str, check: str, result, limits: dict, limit: str, violations: list[str], dtype: str | None,
-              baseline: str | None = None, improvements: list[str] = ()) -> dict:
+              baseline: str | None = None, improvements: Sequence[str] = ()) -> dict:
     """One report row: the test's node id, the metric's statistics, its limits, pass/fail and, for a
     baseline check, what improved on the baseline."""
     return {"test": test, "check": check, **result.to_dict(), "limits": limits, "limit": limit,

@@ -33,8 +33,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group.addoption(flag, dest=ini_key, type=PARSERS[key], default=None, metavar=metavar,
                         help=f"{help_text} (ini: {ini_key})")
         # tie_metrics: a list in TOML (pyproject.toml), lines of names in an ini file
-        parser.addini(ini_key, help_text, type="linelist" if key == "metrics" else "string",
-                      default=[] if key == "metrics" else "")
+        if key == "metrics":
+            parser.addini(ini_key, help_text, type="linelist", default=[])
+        else:
+            parser.addini(ini_key, help_text, type="string", default="")
     group.addoption("--tie-update-baseline", action="store_true", default=False,
                     help="rewrite tie_check.against_baseline files that differ "
                     "(like pytest-regressions' --force-regen)")
@@ -113,7 +115,8 @@ class TieStabilityReport:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # user_properties accumulate over setup, call and teardown: the teardown report holds them all once.
         if report.when == "teardown":
-            self.rows.extend(json.loads(value) for name, value in report.user_properties if name == USER_PROPERTY)
+            self.rows.extend(json.loads(value) for name, value in report.user_properties
+                             if name == USER_PROPERTY and isinstance(value, str))
 
     def pytest_sessionfinish(self) -> None:
         if self.json_path is not None:

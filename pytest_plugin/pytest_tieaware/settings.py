@@ -49,7 +49,8 @@ def oblivious_order(text: str) -> str:
 def split_metric_names(text: str) -> list[str]:
     """'ndcg@10, mrr@10 P(rel=2,judged_only=1)@5 P.5,10' -> names; commas inside parentheses stay, and
     so do those of a trec_eval cutoff list (a comma followed by digits only: ``P.5,10``)."""
-    names, current, depth, separator = [], "", 0, " "
+    names: list[str] = []
+    current, depth, separator = "", 0, " "
     for char in text + " ":
         depth += (char == "(") - (char == ")")
         if depth == 0 and (char == "," or char.isspace()):

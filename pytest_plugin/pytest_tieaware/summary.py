@@ -43,7 +43,8 @@ def improvement_lines(rows: list[dict]) -> list[str]:
 
 def environment(rows: list[dict]) -> dict:
     """Python and package versions (None: not installed) and the dtype labels the checks gave."""
-    versions = {"python": platform.python_version(), "platform": platform.platform()}
+    versions: dict[str, str | list[str] | None] = {"python": platform.python_version(),
+                                                   "platform": platform.platform()}
     for package in PACKAGES:
         try:
             versions[package] = metadata.version(package)
