@@ -53,7 +53,7 @@ class QueryMismatchError(InputError):
         extra: query ids in the run but not in the qrels.
     """
 
-    def __init__(self, missing: list, extra: list, remedy: str = "pass `make_comparable=True`"):
+    def __init__(self, missing: list[str], extra: list[str], remedy: str = "pass `make_comparable=True`"):
         self.missing, self.extra = missing, extra
         parts = []
         if missing:

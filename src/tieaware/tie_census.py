@@ -1,6 +1,9 @@
 """`census`: how tied a run is at each cutoff (Yang et al., arXiv 2508.03306, Appendix C)."""
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
@@ -8,11 +11,14 @@ from .errors import InputError
 from .kernels.census import census_table
 from .ranked_lists import run_scores
 
+if TYPE_CHECKING:
+    from .inputs import RunLike
+
 #: Cutoffs of the tie census and of metric@k curves (`tieaware.comparison.compare_at_k`) unless given.
 DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)
 
 
-def census(run, ks=DEFAULT_KS) -> pd.DataFrame:
+def census(run: RunLike, ks: int | Iterable[int] = DEFAULT_KS) -> pd.DataFrame:
     """Tie statistics of a run's top k, averaged over queries.
 
     Args:
@@ -27,23 +33,24 @@ def census(run, ks=DEFAULT_KS) -> pd.DataFrame:
         so any cut at k drops tied candidates), ``largest_group`` (largest tie group
         reaching the top k, over all queries).
     """
-    given = [ks] if np.isscalar(ks) else list(ks)
-    if not given or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0 for k in given):
+    given: list[object] = [ks] if isinstance(ks, int) or np.isscalar(ks) else list(ks)
+    positive = [int(k) for k in given if isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k > 0]
+    if not given or len(positive) < len(given):
         raise InputError(f"census cutoffs must be positive integers, got {given}.")
-    ks = np.asarray(sorted(set(int(k) for k in given)), np.int64)
+    cutoffs = np.asarray(sorted(set(positive)), np.int64)
     query_ids, offsets, scores = run_scores(run)
     if np.isnan(scores).any():
         q = int(np.searchsorted(offsets, np.flatnonzero(np.isnan(scores))[0], side="right") - 1)
         raise InputError(f"Run scores of query {query_ids[q]!r} include NaN.")
-    table = census_table(offsets, scores, ks)
+    table = census_table(offsets, scores, cutoffs)
     nonempty = table[:, :, 1] > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         group_size = np.where(nonempty, table[:, :, 1] / np.maximum(table[:, :, 0], 1), np.nan)
-        frame = pd.DataFrame({
+        frame: pd.DataFrame = pd.DataFrame({
             "unique_scores": np.nanmean(np.where(nonempty, table[:, :, 0], np.nan), axis=0),
             "mean_tie_group_size": np.nanmean(group_size, axis=0),
             "straddling_share": table[:, :, 2].mean(axis=0) if len(query_ids) else np.nan,
             "largest_group": table[:, :, 3].max(axis=0, initial=0),
-        }, index=pd.Index(ks, name="k"))
+        }, index=pd.Index(cutoffs, name="k"))
     frame["largest_group"] = frame["largest_group"].astype(int)
     return frame
