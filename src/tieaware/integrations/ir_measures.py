@@ -51,6 +51,8 @@ Examples:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 import ir_measures
 from ir_measures.measures import Measure, ParamInfo
@@ -60,6 +62,10 @@ from ..errors import InputError, InputTypeError
 from ..evaluation import evaluate
 from ..metrics import parse_metric
 from ..ranked_lists import OBLIVIOUS_ORDERS
+from ..report import MetricResult
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["E", "Range", "Bias", "Min", "Max", "TieAwareMeasure", "parse_measure"]
 
@@ -79,7 +85,7 @@ class TieAwareMeasure(Measure):
     }
     RUN_INPUTS, QREL_INPUTS = _INPUTS
 
-    def __init__(self, measure: Measure | str, **params):
+    def __init__(self, measure: Measure | str, **params: Any) -> None:
         if isinstance(measure, str):
             measure = measure.strip()
         elif not isinstance(measure, Measure):
@@ -88,11 +94,11 @@ class TieAwareMeasure(Measure):
         if params.get("oblivious", "ir_measures") not in OBLIVIOUS_ORDERS:
             raise InputError(f"oblivious must be one of {OBLIVIOUS_ORDERS}, got {params['oblivious']!r}.")
         parse_metric(str(measure))  # an UnknownMetricError now, not inside ir_measures' pipeline later
-        super().__init__(measure=measure, **params)
+        super().__init__(measure=measure, **params)  # type: ignore[no-untyped-call]  # ir_measures: unannotated
 
     @property
     def __name__(self) -> str:  # ir_measures names a measure by its __name__
-        return type(self).__name__
+        return type(self).__qualname__  # not type(self).__name__: this property shadows it for type checkers
 
     def __repr__(self) -> str:
         oblivious = self.params.get("oblivious", "ir_measures")
@@ -104,13 +110,15 @@ class TieAwareMeasure(Measure):
         else the mean."""
         return SumAgg() if parse_metric(str(self.params["measure"])).aggregate == "sum" else MeanAgg()
 
-    def runtime_impl(self, qrels, run):
+    def runtime_impl(self, qrels: pd.DataFrame, run: pd.DataFrame) -> Iterator[ir_measures.Metric]:
         """Per-query ``Metric``s: `tieaware.evaluate` on the runtime provider's DataFrames
         (``query_id, doc_id, relevance`` and ``query_id, doc_id, score``)."""
-        result = evaluate(qrels[["query_id", "doc_id", "relevance"]], run[["query_id", "doc_id", "score"]],
-                          str(self.params["measure"]), make_comparable=True,
-                          oblivious=self.params.get("oblivious", "ir_measures"))
-        for query_id, value in result.per_query[self.STATISTIC].items():
+        # one metric name gives a MetricResult
+        oblivious = self.params.get("oblivious", "ir_measures")
+        result = cast(MetricResult, evaluate(qrels[["query_id", "doc_id", "relevance"]],
+                                             run[["query_id", "doc_id", "score"]], str(self.params["measure"]),
+                                             make_comparable=True, oblivious=oblivious))
+        for query_id, value in zip(result.query_ids, result.per_query_values(self.STATISTIC)):
             yield ir_measures.Metric(query_id, self, float(value))
 
 
@@ -139,7 +147,7 @@ class Max(TieAwareMeasure):
     STATISTIC = "max"
 
 
-WRAPPERS = {cls.__name__: cls for cls in (E, Range, Bias, Min, Max)}
+WRAPPERS: dict[str, type[TieAwareMeasure]] = {cls.__qualname__: cls for cls in (E, Range, Bias, Min, Max)}
 for _name, _cls in WRAPPERS.items():
     if _name not in ir_measures.measures.registry:
         ir_measures.measures.register(_cls)
@@ -168,7 +176,8 @@ def parse_measure(text: str | Measure) -> Measure:
     match = _WRAPPED.fullmatch(text)
     if match is None:
         return ir_measures.parse_measure(text)
-    params, positional = {}, []
+    params: dict[str, str] = {}
+    positional: list[str] = []
     for part in filter(None, _top_level_split(match["inner"])):
         key, eq, value = part.partition("=")
         if eq and re.fullmatch(r"\s*[A-Za-z_]\w*\s*", key) and key.strip() in ("measure", "oblivious"):
@@ -178,13 +187,14 @@ def parse_measure(text: str | Measure) -> Measure:
     if len(positional) + ("measure" in params) != 1 or set(params) - {"measure", "oblivious"}:
         raise InputError(f"{text!r}: expected {match['stat']}(MEASURE) or {match['stat']}(MEASURE, "
                          f"oblivious=ORDER), e.g. {match['stat']}(nDCG@10).")
-    measure = params.pop("measure", positional[0] if positional else None)
+    measure = params.pop("measure") if "measure" in params else positional[0]
     return WRAPPERS[match["stat"]](measure, **params)
 
 
 def _top_level_split(text: str) -> list[str]:
     """``text`` split at the commas outside brackets and quotes (``P(rel=2)@5, oblivious=x``)."""
-    parts, depth, quote, start = [], 0, "", 0
+    parts: list[str] = []
+    depth, quote, start = 0, "", 0
     for i, ch in enumerate(text):
         if quote:
             quote = "" if ch == quote else quote

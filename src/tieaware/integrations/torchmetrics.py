@@ -23,6 +23,7 @@ This module imports torch and torchmetrics; `tieaware` itself never does.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torchmetrics import Metric
@@ -32,6 +33,10 @@ from ..arrays import evaluate_arrays
 from ..errors import InputError
 from ..metrics import parse_metrics
 from ..ranked_lists import OBLIVIOUS_ORDERS
+from ..report import EvaluationReport
+
+if TYPE_CHECKING:
+    from ..metrics import MetricsLike
 
 __all__ = ["TieAwareRetrieval", "metric_key"]
 
@@ -73,8 +78,13 @@ class TieAwareRetrieval(Metric):
     is_differentiable = False
     higher_is_better = True
     full_state_update = False
+    # the states add_state registers: lists of tensors between updates, as torchmetrics' own retrieval metrics
+    indexes: list[torch.Tensor]
+    preds: list[torch.Tensor]
+    target: list[torch.Tensor]
 
-    def __init__(self, metrics, oblivious: str | None = None, relevance_level: float = 1, **kwargs):
+    def __init__(self, metrics: MetricsLike, oblivious: str | None = None, relevance_level: float = 1,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if oblivious is not None and oblivious not in OBLIVIOUS_ORDERS:
             raise InputError(f"oblivious must be None or one of {OBLIVIOUS_ORDERS}, got {oblivious!r}.")
@@ -111,8 +121,10 @@ class TieAwareRetrieval(Metric):
         if isinstance(self.preds, list) and not self.preds:
             raise InputError("TieAwareRetrieval.compute() was called before any update().")
         indexes, preds, target = (dim_zero_cat(state) for state in (self.indexes, self.preds, self.target))
-        report = evaluate_arrays(indexes, preds, target, list(self.metric_names),
-                                 relevance_level=self.relevance_level, oblivious=self.oblivious or "trec_eval")
+        # a list of metric names gives an EvaluationReport
+        report = cast(EvaluationReport, evaluate_arrays(indexes, preds, target, list(self.metric_names),
+                                                        relevance_level=self.relevance_level,
+                                                        oblivious=self.oblivious or "trec_eval"))
         stats = ["expected", "min", "max", "range"] + (["oblivious", "bias"] if self.oblivious else [])
         return {f"{metric_key(name)}/{stat}": torch.tensor(getattr(report[name], stat), dtype=torch.float64,
                                                            device=preds.device)
