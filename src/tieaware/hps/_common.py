@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, overload
 
 import numpy as np
 import ranx
@@ -43,7 +44,11 @@ MODE_SUFFIX = {"none": "", "upcast": "+hps", "head": "+hps_head"}
 DEFAULT_MAX_LENGTH = 512
 
 
-def parse_dtype(dtype) -> torch.dtype | None:
+@overload
+def parse_dtype(dtype: None) -> None: ...
+@overload
+def parse_dtype(dtype: str | torch.dtype) -> torch.dtype: ...
+def parse_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
     """'fp32' / 'fp16' / 'bf16' (or their torch names, or a torch float dtype) -> torch dtype; None stays None."""
     if dtype is None:
         return None
@@ -96,7 +101,7 @@ def load_model(model, tokenizer, auto_class, dtype: torch.dtype | None, device: 
     given), with settings from its sentence-transformers config files when it has them; a hub id is loaded
     with `auto_class`; a loaded transformers model needs its tokenizer. A loaded model is never changed:
     see `own_copy`. dtype None keeps a loaded model's dtype and loads a path in fp32."""
-    settings = {}
+    settings: dict[str, Any] = {}
     loaded = True
     if _st.sentence_transformers_kind(model) is not None:
         if sentence_transformers_class is None:

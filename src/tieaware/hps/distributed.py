@@ -105,7 +105,7 @@ def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str
         raise InputError(f"concurrency must be >= 1, got {concurrency}")
     batch_size = options.get("batch_size", 32)
     mode = parse_hps(options.get("hps", DEFAULT_HPS))
-    dtype = parse_dtype(options.get("dtype"))
+    dtype: torch.dtype | None = parse_dtype(options.get("dtype"))
     candidates = checked_candidates(queries, corpus, candidates)
     qids = [qid for qid, docids in candidates.items() for _ in docids]
     docids = [docid for docs in candidates.values() for docid in docs]
@@ -140,7 +140,8 @@ def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str
     bounds = np.cumsum([0] + [len(docs) for docs in candidates.values()])
     scored = {qid: (docs, flat[bounds[i]:bounds[i + 1]]) for i, (qid, docs) in enumerate(candidates.items())}
     hps = HPS_NAMES[mode]
-    run_tag = name or f"{Path(str(model)).name.replace(' ', '_')}_{DTYPE_NAMES.get(dtype, 'fp32')}{mode_suffix(mode)}"
+    dtype_name = "fp32" if dtype is None else DTYPE_NAMES.get(dtype, "fp32")
+    run_tag = name or f"{Path(str(model)).name.replace(' ', '_')}_{dtype_name}{mode_suffix(mode)}"
     run = build_run(scored, run_tag, k, {"hps": hps, "ray_actors": concurrency})
     report_ties(run, k, corpus, tie_cause(dtype or torch.float32, mode))
     if trec_out is not None:
