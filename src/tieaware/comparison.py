@@ -121,6 +121,16 @@ class ComparisonReport(RanxReport):  # type: ignore[misc]  # ranx ships no types
             order the runs differently from E[M]), ``intervals_overlap`` (each run's
             best tie order beats the other's worst) and ``tie_sensitive`` (either).
         stat_test, max_p, oblivious_order: the settings used.
+
+    Examples:
+        >>> import tieaware
+        >>> runs = {"tied": {"q1": {"d1": 0.5, "d2": 0.5}}, "sure": {"q1": {"d1": 0.9, "d2": 0.1}}}
+        >>> report = tieaware.compare({"q1": {"d1": 1}}, runs, "mrr", stat_test=None)
+        >>> report.run_names, float(report.results["tied"]["mrr"])
+        (['tied', 'sure'], 0.75)
+        >>> row = report.pairs.loc[("mrr", "tied", "sure")]
+        >>> float(row["expected_a"]), float(row["expected_b"]), bool(row["tie_sensitive"])
+        (0.75, 1.0, False)
     """
 
     results: dict[str, EvaluationReport]
@@ -379,6 +389,21 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
         ``comparisons``, ``win_tie_loss``, ``to_dataframe()``, ``to_dict()``,
         ``to_latex()``, ``print_results()``) with ``summary_frame()``, ``pairs``,
         ``flagged`` and ``plot()`` added.
+
+    Raises:
+        InputError: an unknown ``stat_test``, no runs, one run where a list or dict is expected, two runs
+            of one name, or data `evaluate` refuses (a run's queries differing from the qrels' without
+            ``make_comparable``: `QueryMismatchError`).
+        UnknownMetricError: a metric name in none of the syntaxes.
+
+    Examples:
+        >>> import tieaware
+        >>> qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+        >>> runs = {"tied": {"q1": {"d1": 0.5, "d2": 0.5}, "q2": {"d1": 0.5, "d2": 0.5}},
+        ...         "sure": {"q1": {"d1": 0.9, "d2": 0.1}, "q2": {"d1": 0.1, "d2": 0.9}}}
+        >>> report = tieaware.compare(qrels, runs, ["mrr", "P@1"], stat_test=None)
+        >>> [(run, float(report.results[run]["P@1"]), report.results[run]["P@1"].range) for run in runs]
+        [('tied', 0.5, 1.0), ('sure', 1.0, 0.0)]
     """
     if stat_test is not None and stat_test not in STAT_TESTS:
         raise InputError(f"stat_test must be one of {STAT_TESTS} or None, got {stat_test!r}.")

@@ -50,6 +50,14 @@ class MetricResult(float):
             range, bias and variance (over tie orderings).
         query_ids: the queries (a tuple), in the order of per_query (the run's).
         oblivious_order: "trec_eval", "ranx" or "input".
+
+    Examples:
+        >>> import tieaware
+        >>> result = tieaware.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.5, "d2": 0.5}}, "mrr")
+        >>> float(result), result.min, result.max, result.range, result.bias
+        (0.75, 0.5, 1.0, 0.5, -0.25)
+        >>> result.per_query_values("range")
+        array([0.5])
     """
 
     name: str
@@ -162,7 +170,16 @@ class MetricResult(float):
 
 
 class EvaluationReport(dict[str, MetricResult]):
-    """Several metrics: a dict ``{name: MetricResult}`` (what ranx returns, with extras)."""
+    """Several metrics: a dict ``{name: MetricResult}`` (what ranx returns, with extras).
+
+    Examples:
+        >>> import tieaware
+        >>> report = tieaware.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.5, "d2": 0.5}}, ["mrr", "P@1"])
+        >>> {name: float(result) for name, result in report.items()}
+        {'mrr': 0.75, 'P@1': 0.5}
+        >>> report.to_dataframe()["range"].tolist()
+        [0.5, 1.0]
+    """
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per metric: expected, oblivious, min, max, range, bias, tie_std."""

@@ -32,6 +32,15 @@ def census(run: RunLike, ks: int | Iterable[int] = DEFAULT_KS) -> pd.DataFrame:
         ``straddling_share`` (share of queries whose k-th document ties with the (k+1)-th,
         so any cut at k drops tied candidates), ``largest_group`` (largest tie group
         reaching the top k, over all queries).
+
+    Raises:
+        InputError: a cutoff that is not a positive integer, a NaN score, a run that cannot be read.
+
+    Examples:
+        >>> import tieaware
+        >>> table = tieaware.census({"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.1}}, ks=[1, 2])
+        >>> table["straddling_share"].tolist(), table["largest_group"].tolist()
+        ([1.0, 0.0], [2, 2])
     """
     given: list[object] = [ks] if isinstance(ks, int) or np.isscalar(ks) else list(ks)
     positive = [int(k) for k in given if isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k > 0]

