@@ -11,7 +11,9 @@ JSON report are complete under pytest-xdist.
 from __future__ import annotations
 
 import json
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +24,7 @@ from .summary import improvement_lines, json_report, strict_json, summary_table
 
 MARKER_HELP = ("tie_stability(max_range=None, max_abs_bias=None, max_std=None, metrics=None, oblivious=None): "
                "limits, metrics and tie order of this test's tie_check checks (overrides --tie-* options and ini keys)")
-DEFAULTS_KEY = pytest.StashKey[dict]()
+DEFAULTS_KEY = pytest.StashKey[dict[str, Any]]()
 BASELINE_KEY = pytest.StashKey[str]()
 
 
@@ -97,7 +99,7 @@ class TieCheckRecorder:
     """Records every tie check a test makes (fixture or plain `assert_tie_stable`) in its user_properties."""
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item):
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, None, None]:
         from tieaware.check_observers import observe_checks  # pure Python: loads no numba
 
         with observe_checks(lambda stability: record_limit_checks(item, stability)):
@@ -108,7 +110,7 @@ class TieStabilityReport:
     """Collects check rows from test reports (local or from xdist workers); prints and writes them."""
 
     def __init__(self, config: pytest.Config):
-        self.rows: list[dict] = []
+        self.rows: list[dict[str, Any]] = []
         json_path = config.getoption("tie_json")
         self.json_path = Path(config.invocation_params.dir, json_path) if json_path else None
 
@@ -122,7 +124,7 @@ class TieStabilityReport:
         if self.json_path is not None:
             write_atomically(self.json_path, strict_json(json_report(self.rows), indent=2) + "\n")
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.rows:
             terminalreporter.write_sep("=", "tie stability")
             for line in summary_table(self.rows).splitlines():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
 import pytest
 
@@ -68,7 +69,7 @@ PARSERS = {"max_range": non_negative_float, "max_abs_bias": non_negative_float, 
            "metrics": split_metric_names, "oblivious": oblivious_order}
 
 
-def session_defaults(config: pytest.Config) -> dict:
+def session_defaults(config: pytest.Config) -> dict[str, Any]:
     """{setting: value} from the command line, else the ini file; unset settings are left out.
     ``tie_metrics`` is a TOML list or ini lines, each item split as ``--tie-metrics`` is."""
     defaults = {}
@@ -94,7 +95,7 @@ def baseline_key(config: pytest.Config) -> str:
     return key
 
 
-def marker_settings(node: pytest.Item) -> dict:
+def marker_settings(node: pytest.Item) -> dict[str, Any]:
     """The keyword arguments of the closest ``tie_stability`` marker, validated."""
     __tracebackhide__ = True
     marker = node.get_closest_marker("tie_stability")
@@ -112,7 +113,7 @@ def marker_settings(node: pytest.Item) -> dict:
     return settings
 
 
-def resolve(call: dict, node: pytest.Item, defaults: dict) -> dict:
+def resolve(call: dict[str, Any], node: pytest.Item, defaults: dict[str, Any]) -> dict[str, Any]:
     """Every setting from the first source that sets it: call, marker, command line, ini."""
     __tracebackhide__ = True
     merged = dict(defaults)

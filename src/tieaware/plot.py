@@ -146,7 +146,7 @@ def plot_report(report: PlottedReport, path: str | os.PathLike[str] | None = Non
     return figure
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     """Deprecated aliases: ``plot_at_k``, ``metric_at_k`` and ``DEFAULT_KS`` live in `tieaware.comparison`."""
     if name in ("plot_at_k", "metric_at_k", "DEFAULT_KS"):
         import warnings
