@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import ranx
 import torch
 import torch.nn.functional as F
+from numpy.typing import ArrayLike
 
 from ..errors import InputError
 from ._common import (
     DEFAULT_HPS,
     DTYPE_NAMES,
+    ModelLike,
     Scorer,
     build_run,
     check_docs,
@@ -58,9 +61,10 @@ class BiEncoder(Scorer):
 
     sentence_transformers_class = "SentenceTransformer"
 
-    def __init__(self, model, tokenizer=None, *, pooling: str | None = None, normalize: bool | None = None,
-                 query_prefix: str = "", doc_prefix: str = "", quantize: str | None = None, ranges=None,
-                 rescore_k: int | None = None, keep_full: bool = False, hps=None, **kwargs):
+    def __init__(self, model: ModelLike, tokenizer: Any = None, *, pooling: str | None = None,
+                 normalize: bool | None = None, query_prefix: str = "", doc_prefix: str = "",
+                 quantize: str | None = None, ranges: ArrayLike | None = None, rescore_k: int | None = None,
+                 keep_full: bool = False, hps: bool | str | None = None, **kwargs: Any) -> None:
         if pooling is not None and pooling not in POOLINGS:
             raise InputError(f"unknown pooling {pooling!r}: use one of {POOLINGS}")
         scheme = None if quantize is None else check_scheme(quantize)
@@ -87,7 +91,7 @@ class BiEncoder(Scorer):
         self.timings: dict = {}
         self._rerank_context: tuple[dict, dict] = ({}, {})
 
-    def encode(self, texts, *, is_query: bool = False) -> torch.Tensor:
+    def encode(self, texts: Sequence[str], *, is_query: bool = False) -> torch.Tensor:
         """Embeddings (rows in input order, on self.device) as this scorer's hps mode leaves them:
         model dtype for hps=False, fp32 otherwise; normalised when normalize=True. With quantize set,
         the fp32 embeddings that get quantized (quantize them with tieaware.hps.quantize.quantize)."""
@@ -110,8 +114,8 @@ class BiEncoder(Scorer):
         index.docids = docids
         return index
 
-    def search(self, queries: Mapping[str, str], corpus, k: int = 100, *, name: str | None = None,
-               chunk_scores: int = 2**24, rescore_k: int | None = None) -> ranx.Run:
+    def search(self, queries: Mapping[str, str], corpus: Mapping[str, str] | QuantizedIndex, k: int = 100, *,
+               name: str | None = None, chunk_scores: int = 2**24, rescore_k: int | None = None) -> ranx.Run:
         """Exact top-k over the whole corpus, keeping every doc tied with the k-th. The score matrix is
         built for at most `chunk_scores` (queries x docs) entries at a time, so large corpora fit memory.
         corpus: {docid: text}, or with quantize set the QuantizedIndex from `index()`. rescore_k overrides

@@ -19,8 +19,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import ranx
 import torch
 
 from ..display import progress
@@ -29,6 +31,9 @@ from ._common import (
     DEFAULT_HPS,
     DTYPE_NAMES,
     HPS_NAMES,
+    CandidatesLike,
+    ModelLike,
+    Scorer,
     build_run,
     checked_candidates,
     length_sorted_batches,
@@ -43,7 +48,7 @@ from ._common import (
 PAIRWISE_SCORERS = ("cross-encoder", "yes-no", "grade")
 
 
-def _scorer_class(scorer):
+def _scorer_class(scorer: str | type[Scorer]) -> type[Scorer]:
     from .cross_encoder import CrossEncoder
     from .grade import GradeReranker
     from .yes_no import YesNoReranker
@@ -71,10 +76,12 @@ class _BatchScorer:
         return {"batch": rows["batch"], "scores": self.scorer.score_pairs(list(query_texts), list(doc_texts))[None]}
 
 
-def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str, str], candidates, *,
+def rerank_on_ray(scorer: str | type[Scorer], model: ModelLike, queries: Mapping[str, str], corpus: Mapping[str, str],
+                  candidates: CandidatesLike, *,
                   k: int | None = None, name: str | None = None, concurrency: int = 2, num_gpus: float = 0,
                   num_cpus: float = 1, parquet_out: str | os.PathLike | None = None,
-                  trec_out: str | os.PathLike | None = None, show_progress: bool = True, **options):
+                  trec_out: str | os.PathLike | None = None, show_progress: bool = True,
+                  **options: Any) -> ranx.Run:
     """Rerank each query's candidates on a Ray actor pool; returns the ranx Run `rerank` would.
 
     Args:

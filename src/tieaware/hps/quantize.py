@@ -38,11 +38,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..errors import InputError
 from ._common import kth_largest_rows
+
+if TYPE_CHECKING:
+    import torch
+
+#: float embeddings, (n, d): a numpy array (or anything numpy reads) or a torch tensor
+Embeddings = Union[ArrayLike, "torch.Tensor"]
 
 SCHEMES = ("int8", "uint8", "binary", "ubinary")
 SCALAR_SCHEMES = ("int8", "uint8")
@@ -263,8 +271,8 @@ class QuantizedIndex:
     int8/uint8 search is left to the BLAS library's own threads.
     """
 
-    def __init__(self, embeddings, scheme: str, *, ranges=None, keep_full: bool = False, block: int | None = None,
-                 threads: int | None = None):
+    def __init__(self, embeddings: Embeddings, scheme: str, *, ranges: ArrayLike | None = None, keep_full: bool = False,
+                 block: int | None = None, threads: int | None = None) -> None:
         self.scheme = check_scheme(scheme)
         embeddings = as_embeddings(embeddings, "document embeddings")
         self.size, self.dim = embeddings.shape
@@ -292,14 +300,14 @@ class QuantizedIndex:
             self._min = calibrated[0]
         self._doc_floats: np.ndarray | None = None  # int8/uint8: the codes as exact BLAS floats, made at first search
 
-    def quantize_queries(self, queries) -> np.ndarray:
+    def quantize_queries(self, queries: Embeddings) -> np.ndarray:
         """Query codes with the index's scheme and ranges (clipped to them)."""
         queries = as_embeddings(queries, "query embeddings")
         if queries.shape[1] != self.dim:
             raise InputError(f"query embeddings have dimension {queries.shape[1]}, the index {self.dim}")
         return quantize(queries, self.scheme, self.ranges)
 
-    def scores(self, queries, rows: np.ndarray | None = None) -> np.ndarray:
+    def scores(self, queries: Embeddings, rows: np.ndarray | None = None) -> np.ndarray:
         """Integer scores in the quantised space (nq, n docs or len(rows)): d - Hamming or the code dot product."""
         codes = self.quantize_queries(queries)
         docs = self.codes if rows is None else self.codes[rows]
@@ -327,7 +335,7 @@ class QuantizedIndex:
             distance += count
         return np.uint16(self.dim) - distance
 
-    def search(self, queries, k: int, *, rescore: str | None = None, rescore_k: int | None = None,
+    def search(self, queries: Embeddings, k: int, *, rescore: str | None = None, rescore_k: int | None = None,
                candidates: Sequence[np.ndarray] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
         """Exact top-k per query, every document tied with the k-th kept: [(doc rows, scores)].
 
@@ -386,7 +394,7 @@ class QuantizedIndex:
             out.append((rows[top], scores[top]))
         return out
 
-    def rescore(self, query, rows, rescore: str = "quantized") -> np.ndarray:
+    def rescore(self, query: ArrayLike, rows: np.ndarray, rescore: str = "quantized") -> np.ndarray:
         """float32 scores of one fp32 query against the documents ``rows``: dequantised / {-1,+1} ('quantized')
         or full-precision ('full') document embeddings."""
         query = np.asarray(query, dtype=np.float32)

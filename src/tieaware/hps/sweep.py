@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -18,8 +19,11 @@ import torch
 from ..display import text_table
 from ..errors import InputError
 from ..tie_census import DEFAULT_KS
-from ._common import DTYPE_NAMES, MODE_SUFFIX, parse_dtype, resolve_device
+from ._common import DTYPE_NAMES, MODE_SUFFIX, CandidatesLike, ModelLike, Scorer, parse_dtype, resolve_device
 from .quantize import SCHEMES, parse_mode
+
+if TYPE_CHECKING:
+    from ..inputs import QrelsLike
 
 REFERENCE = "fp32"
 QUANTIZED_REGIMES = ("int8", "int8+rescore", "binary", "binary+rescore")
@@ -127,7 +131,7 @@ def tied_share(run: ranx.Run, ks: Sequence[int]) -> pd.Series:
     return pd.Series({k: float(np.mean(v)) if v else np.nan for k, v in shares.items()}, name="tied_share")
 
 
-def default_regimes(device) -> tuple[str, ...]:
+def default_regimes(device: str | torch.device | None) -> tuple[str, ...]:
     """fp32, bf16 without / with HPS / with HPS of the head; fp16 too on a CUDA device."""
     regimes: tuple[str, ...] = (REFERENCE, "bf16", "bf16+hps", "bf16+hps_head")
     if resolve_device(device).type == "cuda":
@@ -135,12 +139,12 @@ def default_regimes(device) -> tuple[str, ...]:
     return regimes
 
 
-def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, str], qrels, *,
-          tokenizer=None, candidates=None, k: int | None = 100,
+def sweep(scorer_class: type[Scorer], model: ModelLike, queries: Mapping[str, str], corpus: Mapping[str, str],
+          qrels: QrelsLike, *, tokenizer: Any = None, candidates: CandidatesLike | None = None, k: int | None = 100,
           metrics: Sequence[str] = ("ndcg@10", "mrr@10", "map@100"), regimes: Sequence[str] | None = None,
           census_ks: Sequence[int] = DEFAULT_KS, oblivious: str = "trec_eval",
-          make_comparable: bool = False, device=None, show_progress: bool = True,
-          **scorer_kwargs) -> SweepResult:
+          make_comparable: bool = False, device: str | torch.device | None = None, show_progress: bool = True,
+          **scorer_kwargs: Any) -> SweepResult:
     """Run `scorer_class` (BiEncoder, CrossEncoder or YesNoReranker) with `model` in each regime and
     evaluate tie-aware. Without candidates a BiEncoder searches the corpus (top-k with ties); with
     candidates the scorer reranks them (cut at k with ties; k=None keeps all). Regimes sharing a dtype
