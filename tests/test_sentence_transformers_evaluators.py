@@ -116,6 +116,37 @@ def test_reranking_evaluator_reports_sentence_transformers_value_and_tie_statist
     assert (tmp_path / "TieAware-CrossEncoderRerankingEvaluator_tiny_results_@5.csv").is_file()
 
 
+@pytest.mark.parametrize("always_rerank_positives", [True, False])
+def test_reranking_documents_samples_keep_every_key_of_sentence_transformers(reranker, always_rerank_positives):
+    """Samples as ``documents`` (a first-stage ranking): the parent's base_* numbers pass through, and its
+    reranked numbers are ``_reported``, under both ``always_rerank_positives``."""
+    docs = list(CORPUS.values())
+    samples = []
+    for i, q in enumerate(QUERIES):
+        positive = [CORPUS[d] for d in sorted(RELEVANT[q])]
+        documents = docs[i:i + 12] + positive[:i % 3]  # some positives missing from the first stage
+        samples.append({"query": QUERIES[q], "positive": positive, "documents": documents})
+    samples.append({"query": "wing", "positive": ["no such text"], "documents": docs[:4]})  # base counts 0
+    args = dict(at_k=5, name="docs", always_rerank_positives=always_rerank_positives)
+    theirs = CrossEncoderRerankingEvaluator(samples, **args)(reranker)
+    ours = TieAwareRerankingEvaluator(samples, **args)(reranker)
+    base = {"docs_base_map", "docs_base_mrr@5", "docs_base_ndcg@5"}
+    assert base < set(theirs)
+    assert set(ours) == base | {f"{key}_{stat}" for key in set(theirs) - base for stat in STATISTICS}
+    for key, value in theirs.items():
+        assert ours[key if key in base else f"{key}_reported"] == pytest.approx(value, abs=1e-12), key
+    assert len({round(theirs[key], 9) for key in base}) > 1 and 0 < theirs["docs_base_mrr@5"] < 1
+
+
+def test_reranking_negative_samples_have_no_base_keys(reranker):
+    negative = list(CORPUS.values())[:5]
+    samples = [{"query": QUERIES[q], "positive": [CORPUS[sorted(RELEVANT[q])[0]]], "negative": negative}
+               for q in QUERIES]
+    ours = TieAwareRerankingEvaluator(samples, at_k=5)(reranker)
+    assert not any(key.startswith("base_") for key in ours)
+    assert set(ours) == {f"{key}_{stat}" for key in ("map", "mrr@5", "ndcg@5") for stat in STATISTICS}
+
+
 class FixedCrossEncoder:
     """A stand-in with fixed scores per document text (the evaluators only call predict)."""
 

@@ -22,6 +22,10 @@ for every metric the parent reports, under the parent's key with a suffix
 selects by it (the trainer prefixes ``eval_``). Results go to a CSV file as the parent's
 do (``TieAware-`` before the parent's file name; the header names every key).
 
+With samples given as ``documents`` (a first-stage ranking), the reranking evaluator also
+passes through the parent's ``base_map``, ``base_mrr@k`` and ``base_ndcg@k``: its numbers for
+the documents' given order (strict ranks, no ties), so no key of the parent is lost.
+
 Conventions follow each parent, so on tie-free scores ``_expected`` equals ``_reported``:
 the IR evaluator's Accuracy@k is Success@k and its MAP@k divides by min(k, R) (E, min,
 max and variance are scaled per query accordingly); the reranking evaluator's MAP is
@@ -177,7 +181,8 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
 
 class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
     """sentence-transformers' ``CrossEncoderRerankingEvaluator`` reporting E[M], range, tie_std, its own
-    value and that value's bias for MAP, MRR@k and nDCG@k; see the module docstring. Same
+    value and that value's bias for MAP, MRR@k and nDCG@k, and its ``base_*`` numbers for samples with
+    ``documents``; see the module docstring. Same
     constructor arguments, and:
 
     Args:
@@ -215,6 +220,28 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
             lists.append((docs, relevant) if sum(relevant) else None)
         return lists
 
+    def _base_metrics(self) -> dict:
+        """The parent's ``base_*`` numbers: each ``documents`` sample ranked in its given order (positives
+        it lacks appended after it; none among the documents scores 0), averaged over those samples;
+        empty when no sample has ``documents``."""
+        base = []
+        for instance in self.samples:
+            documents = instance.get("documents")
+            if not documents:
+                continue
+            positive = instance["positive"]
+            positive = [positive] if isinstance(positive, str) else positive
+            relevant = [int(doc in positive) for doc in documents]
+            if sum(relevant) == 0:
+                base.append((0, 0, 0))
+                continue
+            relevant += [1] * (len(positive) - sum(relevant))
+            base.append(self.compute_metrics(relevant, np.arange(len(relevant), 0, -1)))
+        if not base:
+            return {}
+        mrr, ndcg, ap = np.mean(base, axis=0)
+        return {"base_map": float(ap), f"base_mrr@{self.at_k}": float(mrr), f"base_ndcg@{self.at_k}": float(ndcg)}
+
     def __call__(self, model, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
         lists = self._lists()
         pairs = [[instance["query"], doc] for instance, item in zip(self.samples, lists) if item for doc in item[0]]
@@ -251,6 +278,7 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
             else:
                 stats = _summary(report[name].per_query, len(self.samples), reported[positions[key]])
             metrics.update({f"{key}_{stat}": stats[stat] for stat in STATISTICS})
+        metrics.update(self._base_metrics())
         _write_csv(output_path, self.write_csv, self.csv_file, epoch, steps, metrics)
         metrics = self.prefix_name_to_metrics(metrics, self.name)
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
