@@ -673,9 +673,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="table, tsv, csv, json (a list of objects) or trec (trec_eval's layout with E[M])")
     ev.add_argument("--digits", type=_digits, default=4, help="decimals in table and trec output (0-15, default 4)")
     ev.add_argument("--fail-range-above", type=_non_negative, metavar="X",
-                    help="exit 1 when the range of any mean (max - min over tie orders) exceeds X")
+                    help="exit 1 when the range of any mean (of a sum for counts; max - min over tie orders) exceeds X")
     ev.add_argument("--fail-bias-above", type=_non_negative, metavar="X",
-                    help="exit 1 when |bias| of any mean (|oblivious - E[M]|) exceeds X")
+                    help="exit 1 when |bias| of any mean (of a sum for counts; |oblivious - E[M]|) exceeds X")
     ev.add_argument("--stream", nargs="?", type=_positive_int, const=True, default=None, metavar="QUERIES",
                     help="chunks of N whole queries (--stream N); a TREC run is always read chunk by chunk "
                     "(default: 1,000 queries or about 65,536 documents a chunk), so memory grows with the "
