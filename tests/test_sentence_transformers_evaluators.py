@@ -293,3 +293,22 @@ def test_scores_through_a_function_of_the_model(encoder, reranker):
     assert tied["mrr@5_min"] < tied["mrr@5_expected"] < tied["mrr@5_max"] == 1.0
     with pytest.raises(tieaware.InputError, match="score_pairs returned shape"):
         TieAwareRerankingEvaluator(samples, score_pairs=lambda model, q, d: np.zeros(3))(reranker)
+
+
+def test_hps_by_name(encoder, reranker):
+    """encode="hps" / score_pairs="hps" score through tieaware.hps scorers of the model being evaluated."""
+    from tieaware.hps import BiEncoder, CrossEncoder
+
+    by_name = TieAwareInformationRetrievalEvaluator(**IR_ARGS, encode="hps")(encoder)
+    by_function = TieAwareInformationRetrievalEvaluator(**IR_ARGS, encode=lambda model, texts, is_query: BiEncoder(
+        model, show_progress=False).encode(texts, is_query=is_query))(encoder)
+    assert by_name == by_function and by_name["tiny_cosine_ndcg@10_range"] > 0
+    samples = [{"query": QUERIES[q], "positive": [CORPUS[d] for d in sorted(RELEVANT[q])],
+                "negative": list(CORPUS.values())[:10]} for q in QUERIES]
+    by_name = TieAwareRerankingEvaluator(samples, at_k=5, score_pairs="hps")(reranker)
+    assert by_name == TieAwareRerankingEvaluator(samples, at_k=5, score_pairs=lambda model, q, d: CrossEncoder(
+        model, show_progress=False).score_pairs(q, d))(reranker)
+    with pytest.raises(tieaware.InputError, match="encode must be None, 'hps' or a function"):
+        TieAwareInformationRetrievalEvaluator(**IR_ARGS, encode="HPS")
+    with pytest.raises(tieaware.InputError, match="score_pairs must be None, 'hps' or a function"):
+        TieAwareRerankingEvaluator(samples, score_pairs=1)

@@ -7,7 +7,8 @@ pass them to ``SentenceTransformerTrainer`` / ``CrossEncoderTrainer`` as ``evalu
 call ``evaluator(model)``). They score with the model as given (its ``encode_query`` /
 ``encode_document`` and similarity functions, or ``predict``, exactly as the parent
 classes call them), or through a function of the model given as ``encode=`` /
-``score_pairs=`` (e.g. one building a `tieaware.hps` scorer of the model), and report,
+``score_pairs=`` (``"hps"``: `hps_encode` / `hps_score_pairs`, tieaware.hps scorers of the
+model), and report,
 for every metric the parent reports, under the parent's key with a suffix
 (``<name>_cosine_ndcg@10_expected``):
 
@@ -52,7 +53,7 @@ from sentence_transformers.sentence_transformer.evaluation import InformationRet
 from ..errors import InputError
 from ..evaluation import evaluate
 
-__all__ = ["TieAwareInformationRetrievalEvaluator", "TieAwareRerankingEvaluator"]
+__all__ = ["TieAwareInformationRetrievalEvaluator", "TieAwareRerankingEvaluator", "hps_encode", "hps_score_pairs"]
 
 #: the suffixes of every metric's keys, in CSV order
 STATISTICS = ("expected", "min", "max", "range", "tie_std", "reported", "bias")
@@ -66,6 +67,48 @@ def _summary(per_query, n_total: int, reported: float, factor: np.ndarray | None
     tie_std = math.sqrt(float((per_query["variance"].to_numpy() * scale ** 2).sum())) / n_total
     return {"expected": expected, "min": low, "max": high, "range": high - low, "tie_std": tie_std,
             "reported": float(reported), "bias": float(reported) - expected}
+
+
+def hps_encode(model, texts, is_query: bool):
+    """Embeddings of ``texts`` by a `tieaware.hps.BiEncoder` of ``model`` (HPS, the model's dtype):
+    what ``encode="hps"`` calls.
+
+    Args:
+        model: the sentence-transformers model (or what `tieaware.hps.BiEncoder` takes).
+        texts: the texts to embed.
+        is_query: queries (True) or documents (False), for the model's prompts.
+
+    Returns:
+        A Tensor of one embedding per text.
+    """
+    from ..hps import BiEncoder
+
+    return BiEncoder(model, show_progress=False).encode(texts, is_query=is_query)
+
+
+def hps_score_pairs(model, query_texts, doc_texts):
+    """One score per pair by a `tieaware.hps.CrossEncoder` of ``model`` (HPS, the model's dtype): what
+    ``score_pairs="hps"`` calls.
+
+    Args:
+        model: the sentence-transformers ``CrossEncoder`` (or what `tieaware.hps.CrossEncoder` takes).
+        query_texts, doc_texts: the pairs' texts, equally long.
+
+    Returns:
+        A numpy array of one score per pair.
+    """
+    from ..hps import CrossEncoder
+
+    return CrossEncoder(model, show_progress=False).score_pairs(query_texts, doc_texts)
+
+
+def _scoring(value, name: str, hps):
+    """The scoring function given as ``name=``: None, a callable, or "hps" (the function ``hps``)."""
+    if value == "hps":
+        return hps
+    if value is not None and not callable(value):
+        raise InputError(f"{name} must be None, 'hps' or a function of the model, got {value!r}.")
+    return value
 
 
 def _write_csv(output_path: str | None, write: bool, csv_file: str, epoch: int, steps: int, metrics: dict) -> None:
@@ -86,17 +129,17 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
     value and that value's bias per metric; see the module docstring. Same constructor arguments, and:
 
     Args:
-        encode: None (the parent's ``encode_query`` / ``encode_document`` calls), or
-            ``encode(model, texts, is_query) -> Tensor`` of embeddings, called at each evaluation
+        encode: None (the parent's ``encode_query`` / ``encode_document`` calls), ``"hps"``
+            (`hps_encode`), or ``encode(model, texts, is_query) -> Tensor`` of embeddings, called at each evaluation
             with the model being evaluated; the score functions are then applied to them.
 
     Raises:
-        InputError: ``write_predictions=True`` (not supported).
+        InputError: ``write_predictions=True`` (not supported); ``encode`` neither None, "hps" nor callable.
     """
 
     def __init__(self, *args, encode=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.encode = encode
+        self.encode = _scoring(encode, "encode", hps_encode)
         if self.write_predictions:
             raise InputError("TieAwareInformationRetrievalEvaluator does not write predictions; use "
                              "sentence-transformers' InformationRetrievalEvaluator(write_predictions=True).")
@@ -186,14 +229,17 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
     constructor arguments, and:
 
     Args:
-        score_pairs: None (the parent's ``model.predict`` call), or
+        score_pairs: None (the parent's ``model.predict`` call), ``"hps"`` (`hps_score_pairs`), or
             ``score_pairs(model, query_texts, doc_texts) -> array`` of one score per pair, called at
             each evaluation with the model being evaluated.
+
+    Raises:
+        InputError: ``score_pairs`` neither None, "hps" nor callable.
     """
 
     def __init__(self, *args, score_pairs=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.score_pairs = score_pairs
+        self.score_pairs = _scoring(score_pairs, "score_pairs", hps_score_pairs)
         self.csv_file = "TieAware-" + self.csv_file
         self.primary_metric = f"ndcg@{self.at_k}_expected"
 
