@@ -44,6 +44,8 @@ from __future__ import annotations
 import csv
 import math
 import os
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -69,7 +71,7 @@ def _summary(per_query, n_total: int, reported: float, factor: np.ndarray | None
             "reported": float(reported), "bias": float(reported) - expected}
 
 
-def hps_encode(model, texts, is_query: bool):
+def hps_encode(model: Any, texts: Sequence[str], is_query: bool) -> torch.Tensor:
     """Embeddings of ``texts`` by a `tieaware.hps.BiEncoder` of ``model`` (HPS, the model's dtype):
     what ``encode="hps"`` calls.
 
@@ -86,7 +88,7 @@ def hps_encode(model, texts, is_query: bool):
     return BiEncoder(model, show_progress=False).encode(texts, is_query=is_query)
 
 
-def hps_score_pairs(model, query_texts, doc_texts):
+def hps_score_pairs(model: Any, query_texts: Sequence[str], doc_texts: Sequence[str]) -> np.ndarray:
     """One score per pair by a `tieaware.hps.CrossEncoder` of ``model`` (HPS, the model's dtype): what
     ``score_pairs="hps"`` calls.
 
@@ -102,7 +104,7 @@ def hps_score_pairs(model, query_texts, doc_texts):
     return CrossEncoder(model, show_progress=False).score_pairs(query_texts, doc_texts)
 
 
-def _scoring(value, name: str, hps):
+def _scoring(value: object, name: str, hps: Callable[..., Any]) -> Callable[..., Any] | None:
     """The scoring function given as ``name=``: None, a callable, or "hps" (the function ``hps``)."""
     if value == "hps":
         return hps
@@ -266,7 +268,7 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
             lists.append((docs, relevant) if sum(relevant) else None)
         return lists
 
-    def _base_metrics(self) -> dict:
+    def _base_metrics(self) -> dict[str, float]:
         """The parent's ``base_*`` numbers: each ``documents`` sample ranked in its given order (positives
         it lacks appended after it; none among the documents scores 0), averaged over those samples;
         empty when no sample has ``documents``."""
