@@ -16,7 +16,8 @@ MARKER_KEYS = LIMIT_KEYS + ("metrics", "oblivious")
 #: setting -> (command-line flag, ini key, help)
 OPTIONS = {
     "max_range": ("--tie-max-range", "tie_max_range",
-                  "fail a check when tie order can move a metric's mean by more than this (max - min)"),
+                  "fail a check when tie order can move a metric's mean (the sum for counts such as num_rel_ret) "
+                  "by more than this (max - min)"),
     "max_abs_bias": ("--tie-max-abs-bias", "tie_max_abs_bias",
                      "fail a check when |oblivious - expected| exceeds this"),
     "max_std": ("--tie-max-std", "tie_max_std",

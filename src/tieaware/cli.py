@@ -170,9 +170,16 @@ def _shared_queries(qrels: dict, run: dict, path, command: str) -> dict:
     extra = [qid for qid in run if qid not in qrels]
     if not extra:
         return run
-    _say(command, "warning", f"run {path}: {len(extra)} of its {len(run)} queries have no qrels and are not "
-         f"evaluated (e.g. {extra[:5]}), as trec_eval does.")
+    _warn_no_qrels(command, path, extra, len(run))
     return {qid: docs for qid, docs in run.items() if qid in qrels}
+
+
+def _warn_no_qrels(command: str, path, extra: list, n_queries: int | None = None) -> None:
+    """The stderr line for a run's queries without qrels (not evaluated, as in trec_eval): how many, of
+    how many when known, and the first few."""
+    of = "" if n_queries is None else f" {n_queries}"
+    _say(command, "warning", f"run {path}: {len(extra)} of its{of} queries have no qrels and are not evaluated "
+         f"(e.g. {extra[:5]}), as trec_eval does.")
 
 
 def _shared_runs(qrels_path, paths: list, command: str) -> tuple:
@@ -354,12 +361,10 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
                 _say("eval", "warning", str(warning.message))
         except QueryMismatchError as exc:
             if exc.extra:
-                _say("eval", "warning", f"run {path}: {len(exc.extra)} of its queries have no qrels and are not "
-                     f"evaluated (e.g. {exc.extra[:5]}), as trec_eval does.")
+                _warn_no_qrels("eval", path, exc.extra)
             raise QueryMismatchError(exc.missing, []) from None
         if streamed.extra:
-            _say("eval", "warning", f"run {path}: {len(streamed.extra)} of its {streamed.run_queries} queries have "
-                 f"no qrels and are not evaluated (e.g. {streamed.extra[:5]}), as trec_eval does.")
+            _warn_no_qrels("eval", path, streamed.extra, streamed.run_queries)
         return report, streamed.run_tag
     if args.stream and args.max_docs is not None:
         raise InputError("-M reads each run in memory: drop --stream (or cut the run file first).")
@@ -673,9 +678,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="table, tsv, csv, json (a list of objects) or trec (trec_eval's layout with E[M])")
     ev.add_argument("--digits", type=_digits, default=4, help="decimals in table and trec output (0-15, default 4)")
     ev.add_argument("--fail-range-above", type=_non_negative, metavar="X",
-                    help="exit 1 when the range of any mean (max - min over tie orders) exceeds X")
+                    help="exit 1 when the range of any mean (of a sum for counts; max - min over tie orders) exceeds X")
     ev.add_argument("--fail-bias-above", type=_non_negative, metavar="X",
-                    help="exit 1 when |bias| of any mean (|oblivious - E[M]|) exceeds X")
+                    help="exit 1 when |bias| of any mean (of a sum for counts; |oblivious - E[M]|) exceeds X")
     ev.add_argument("--stream", nargs="?", type=_positive_int, const=True, default=None, metavar="QUERIES",
                     help="chunks of N whole queries (--stream N); a TREC run is always read chunk by chunk "
                     "(default: 1,000 queries or about 65,536 documents a chunk), so memory grows with the "
