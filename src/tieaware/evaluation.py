@@ -13,7 +13,8 @@ from .inputs import QrelsLike, RunLike, is_ranx_qrels, is_ranx_run, load_qrels, 
 from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricsLike, MetricSpec, metric_keys, parse_metrics
 from .outputs import check_outputs
-from .ranked_lists import OBLIVIOUS_ORDERS, TIE_AVERAGED_NDCG, RankedLists, ranked_lists, tool_order
+from .ranked_lists import TIE_AVERAGED_NDCG, RankedLists, ranked_lists, tool_order
+from .registry import OBLIVIOUS_ORDERS
 from .report import EvaluationReport, MetricResult
 from .threads import limited
 
@@ -33,7 +34,7 @@ def judged_lists(lists: RankedLists, order: str = "trec_eval") -> Judged:
 def metric_stats(lists: RankedLists | Judged, spec: MetricSpec, oblivious: str = "trec_eval") -> np.ndarray:
     """Per-query (E, Var, min, max, oblivious) of one metric: array (Q, 5).
 
-    Dispatches on ``spec.family`` (`tieaware.kernels.families.FAMILIES`); a `Judged`
+    Dispatches on ``spec.family`` (`tieaware.registry.FAMILIES`); a `Judged`
     (from `judged_lists`) already carries its tie order, and ``oblivious`` is then ignored.
     """
     if spec.judged_only:

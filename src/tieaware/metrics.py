@@ -1,7 +1,7 @@
 """Metric names in the three syntaxes users already type, parsed to `MetricSpec`.
 
 Every name, its syntaxes, cutoff and parameters are declared once, in
-`REGISTRY`; the parser, the "unknown metric" message, `list_metrics` (and
+`tieaware.registry`; the parser, the "unknown metric" message, `list_metrics` (and
 ``tieaware eval --list-metrics``) and the metric table of docs/evaluate.md
 (`markdown_table`) are all generated from it.
 
@@ -26,17 +26,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .errors import UnknownMetricError
+from .registry import (
+    COUNT_FAMILIES,
+    DCG,
+    FAMILIES,
+    JUDGED_ONLY,
+    NAMES,
+    PERSISTENCE,
+    TREC_DEFAULT_CUTOFFS,
+    TREC_GROUPS,
+    Name,
+)
 
 #: What `parse_metrics` takes: a name, an ir_measures measure object, or a sequence of them.
 MetricsLike = str | Sequence[str] | object
-#: Families whose value depends only on the number of relevant documents in the top k.
-HITS_FAMILIES = ("hits", "precision", "recall", "f1", "rprec")
-#: Families no tie order can move (E = min = max), evaluated beside the others.
-SET_FAMILIES = ("set_p", "set_recall", "set_relative_p", "set_map", "set_f")
-#: trec_eval's counts: summed over queries, not averaged (`MetricSpec.aggregate`).
-COUNT_FAMILIES = ("num_q", "num_ret", "num_rel", "num_rel_ret")
-FAMILIES = HITS_FAMILIES + ("success", "rr", "ap", "dcg", "ndcg", "bpref", "rbp", "err", "judged") + SET_FAMILIES \
-    + COUNT_FAMILIES
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ class MetricSpec:
 
     Attributes:
         name: the string the user gave (the key of the result dict).
-        family: one of `FAMILIES`.
+        family: a `tieaware.registry.FAMILIES` key.
         k: rank cutoff, or None for the whole retrieved list.
         relevance_level: judgments >= this are relevant (binary metrics, R, bpref).
         gain: "binary", "linear" (gain = grade) or "exp" (gain = 2^grade - 1).
@@ -72,131 +75,15 @@ class MetricSpec:
 
     @property
     def aggregate(self) -> str:
-        """How per-query values combine over queries: "sum" for the counts (`COUNT_FAMILIES`, as trec_eval
+        """How per-query values combine over queries: "sum" for the counts (as trec_eval
         and ir_measures report them), else "mean"."""
         return "sum" if self.family in COUNT_FAMILIES else "mean"
 
 
-@dataclass(frozen=True)
-class Name:
-    """One name a tool's users type for a measure.
-
-    Attributes:
-        syntax: "ranx", "trec_eval" or "ir_measures".
-        name: the base name (``ndcg``, ``ndcg_cut``, ``nDCG``).
-        family: the `FAMILIES` member it computes.
-        gain: "binary", "linear" or "exp".
-        cutoff: "no", "optional" or "required".
-        params: ir_measures parameters it takes besides the cutoff (``rel``, ``p``).
-        aliases: other base names of the same syntax (ir_measures' ``MAP`` for ``AP``).
-        description: one line for listings.
-    """
-
-    syntax: str
-    name: str
-    family: str
-    gain: str = "binary"
-    cutoff: str = "optional"
-    params: tuple = ("rel",)
-    aliases: tuple = ()
-    description: str = ""
-
-
-#: Every supported name, in every syntax (ranx, trec_eval / pytrec_eval, ir_measures).
-REGISTRY = (
-    Name("ranx", "hits", "hits", description="relevant documents in the top k"),
-    Name("ranx", "hit_rate", "success", description="1 if a relevant document is in the top k"),
-    Name("trec_eval", "success", "success", cutoff="required",
-         description="1 if a relevant document is in the top k"),
-    Name("ir_measures", "Success", "success", cutoff="required",
-         description="1 if a relevant document is in the top k"),
-    Name("ranx", "precision", "precision", description="relevant share of the top k (divides by k)"),
-    Name("trec_eval", "P", "precision", cutoff="required", description="relevant share of the top k (divides by k)"),
-    Name("ir_measures", "P", "precision", cutoff="required", aliases=("Precision",),
-         description="relevant share of the top k (divides by k)"),
-    Name("ranx", "recall", "recall", description="share of the relevant documents in the top k"),
-    Name("trec_eval", "recall", "recall", cutoff="required",
-         description="share of the relevant documents in the top k"),
-    Name("ir_measures", "R", "recall", cutoff="required", aliases=("Recall",),
-         description="share of the relevant documents in the top k"),
-    Name("ranx", "f1", "f1", description="harmonic mean of precision and recall at k"),
-    Name("ranx", "r-precision", "rprec", cutoff="no", description="precision at R, the number of relevant documents"),
-    Name("trec_eval", "Rprec", "rprec", cutoff="no", description="precision at R, the number of relevant documents"),
-    Name("ir_measures", "Rprec", "rprec", cutoff="no", aliases=("RPrec",),
-         description="precision at R, the number of relevant documents"),
-    Name("ranx", "mrr", "rr", description="reciprocal rank of the first relevant document"),
-    Name("trec_eval", "recip_rank", "rr", cutoff="no", description="reciprocal rank of the first relevant document"),
-    Name("ir_measures", "RR", "rr", aliases=("MRR",), description="reciprocal rank of the first relevant document"),
-    Name("ranx", "map", "ap", description="average precision (divides by R)"),
-    Name("trec_eval", "map", "ap", cutoff="no", description="average precision (divides by R)"),
-    Name("trec_eval", "map_cut", "ap", cutoff="required", description="average precision at k (divides by R)"),
-    Name("ir_measures", "AP", "ap", aliases=("MAP",), description="average precision (divides by R)"),
-    Name("ranx", "dcg", "dcg", gain="linear", description="discounted cumulative gain, gain = grade"),
-    Name("ranx", "dcg_burges", "dcg", gain="exp", description="discounted cumulative gain, gain = 2^grade - 1"),
-    Name("ranx", "ndcg", "ndcg", gain="linear", description="normalised DCG, gain = grade"),
-    Name("ranx", "ndcg_burges", "ndcg", gain="exp", description="normalised DCG, gain = 2^grade - 1"),
-    Name("trec_eval", "ndcg", "ndcg", gain="linear", cutoff="no", description="normalised DCG, gain = grade"),
-    Name("trec_eval", "ndcg_cut", "ndcg", gain="linear", cutoff="required", description="normalised DCG at k"),
-    Name("ir_measures", "nDCG", "ndcg", gain="linear", params=("dcg", "gains"), aliases=("NDCG",),
-         description="normalised DCG, gain = grade"),
-    Name("ranx", "bpref", "bpref", cutoff="no", description="binary preference (judged documents only)"),
-    Name("trec_eval", "bpref", "bpref", cutoff="no", description="binary preference (judged documents only)"),
-    Name("ir_measures", "Bpref", "bpref", cutoff="no", aliases=("BPref",),
-         description="binary preference (judged documents only)"),
-    Name("ir_measures", "RBP", "rbp", gain="linear", params=("rel", "p"),
-         description="rank-biased precision (ranx: rbp.95 for p = 0.95)"),
-    Name("trec_eval", "rbp", "rbp", gain="scaled", cutoff="no",
-         description="rank-biased precision, p = 0.9 (rbp.p=0.95); grade / top grade if that exceeds 1"),
-    Name("ir_measures", "ERR", "err", gain="exp", cutoff="required", params=(),
-         description="expected reciprocal rank, R = (2^grade - 1)/16 (gdeval; grades 0-4)"),
-    Name("ir_measures", "Judged", "judged", cutoff="required", params=(),
-         description="share of the top k with a judgment"),
-    Name("trec_eval", "set_P", "set_p", cutoff="no", description="relevant share of the retrieved set"),
-    Name("ir_measures", "SetP", "set_p", cutoff="no", description="relevant share of the retrieved set"),
-    Name("trec_eval", "set_recall", "set_recall", cutoff="no", description="recall of the retrieved set"),
-    Name("ir_measures", "SetR", "set_recall", cutoff="no", description="recall of the retrieved set"),
-    Name("trec_eval", "set_F", "set_f", cutoff="no", description="F1 of the retrieved set"),
-    Name("ir_measures", "SetF", "set_f", cutoff="no", description="F1 of the retrieved set"),
-    Name("trec_eval", "set_map", "set_map", cutoff="no", description="set precision x set recall"),
-    Name("ir_measures", "SetAP", "set_map", cutoff="no", description="set precision x set recall"),
-    Name("trec_eval", "set_relative_P", "set_relative_p", cutoff="no", description="relevant retrieved / min(n, R)"),
-    Name("ir_measures", "SetRelP", "set_relative_p", cutoff="no", description="relevant retrieved / min(n, R)"),
-    Name("trec_eval", "num_q", "num_q", cutoff="no", description="queries evaluated (a sum over queries)"),
-    Name("ir_measures", "NumQ", "num_q", cutoff="no", params=(), description="queries evaluated (a sum over queries)"),
-    Name("trec_eval", "num_ret", "num_ret", description="documents retrieved (.k: in the top k, as -M k); summed"),
-    Name("ir_measures", "NumRet", "num_ret", cutoff="no",
-         description="documents retrieved; NumRet(rel=N): those judged >= N; summed"),
-    Name("trec_eval", "num_rel", "num_rel", cutoff="no", description="relevant documents in the qrels; summed"),
-    Name("ir_measures", "NumRel", "num_rel", cutoff="no", description="relevant documents in the qrels; summed"),
-    Name("trec_eval", "num_rel_ret", "num_rel_ret",
-         description="relevant documents retrieved (.k: in the top k, as -M k); summed"),
-    Name("ir_measures", "NumRelRet", "num_rel_ret", cutoff="no", description="relevant documents retrieved; summed"),
-)
-
-#: trec_eval's default cutoffs of a family named without one (``P`` -> P_5 ... P_1000).
-TREC_DEFAULT_CUTOFFS = {"P": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
-                        "recall": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
-                        "ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
-                        "map_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000), "success": (1, 5, 10)}
-#: trec_eval's measure groups: the members tieaware computes, and those it leaves out (with why).
-TREC_GROUPS = {
-    "official": (["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "P"],
-                 {"gm_map": "the geometric mean over queries of a tie-aware expectation is not tie-aware",
-                  "iprec_at_recall": "interpolated precision has no exact tie-aware expectation here yet"}),
-    "all_trec": (["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "map_cut", "Rprec", "bpref", "recip_rank", "P",
-                  "recall", "ndcg", "ndcg_cut", "success", "rbp", "set_P", "set_recall", "set_F", "set_map",
-                  "set_relative_P"],
-                 {"gm_map, gm_bpref": "the geometric mean over queries of a tie-aware expectation is not tie-aware",
-                  "iprec_at_recall, 11pt_avg, infAP": "no exact tie-aware expectation here yet",
-                  "Rprec_mult, utility, relstring, G, binG, runid, relative_P, ndcg_rel":
-                      "not implemented yet"}),
-}
-
-
-def _table(syntax: str) -> dict:
+def _table(syntax: str) -> dict[str, Name]:
     """{base name or alias: Name} of one syntax."""
     table = {}
-    for entry in REGISTRY:
+    for entry in NAMES:
         if entry.syntax == syntax:
             for name in (entry.name, *entry.aliases):
                 table[name] = entry
@@ -210,7 +97,7 @@ def list_metrics() -> list[dict]:
     """Every supported name: syntax, name (as typed: ``ndcg@k``, ``ndcg_cut.k``, ``nDCG@k``), family,
     aliases and description; what ``tieaware eval --list-metrics`` prints."""
     rows = [{"syntax": e.syntax, "name": _typed(e), "family": e.family, "aliases": ", ".join(e.aliases),
-             "description": e.description} for e in REGISTRY]
+             "description": e.description} for e in NAMES]
     rows.append({"syntax": "ranx", "name": "rbp.P", "family": "rbp", "aliases": "",
                  "description": "rank-biased precision with p = 0.P (rbp.95)"})
     return rows
@@ -226,7 +113,7 @@ def _typed(entry: Name) -> str:
 def markdown_table() -> str:
     """The metric table of docs/evaluate.md: one row per family (and gain), one column per syntax."""
     rows: dict = {}
-    for entry in REGISTRY:
+    for entry in NAMES:
         key = (entry.family, entry.gain)
         row = rows.setdefault(key, {"ranx": [], "trec_eval": [], "ir_measures": [], "description": entry.description})
         aliases = "".join(f", `{alias}`" for alias in entry.aliases)
@@ -251,7 +138,7 @@ _IRM_RE = re.compile(r"^(?P<base>[A-Za-z]+)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>.
 def _supported_names() -> str:
     parts = []
     for syntax in ("ranx", "trec_eval", "ir_measures"):
-        parts.append(f"{syntax}: " + ", ".join(_typed(e) for e in REGISTRY if e.syntax == syntax))
+        parts.append(f"{syntax}: " + ", ".join(_typed(e) for e in NAMES if e.syntax == syntax))
     return ("; ".join(parts) + "; ranx also rbp.95, trec_eval also rbp.p=0.95; suffix -lN (ranx) or (rel=N) "
             "(ir_measures) sets the relevance "
             "level; `tieaware eval --list-metrics` lists them all")
@@ -324,13 +211,13 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
         params = _parse_irm_params(rest, name)
         if grade_map is not None:
             params["gains"] = grade_map
-        misplaced = sorted(set(params) - set(entry.params))
+        misplaced = sorted(set(params) - set(entry.param_names))
         if misplaced:
-            takes = list(entry.params) + (["a cutoff @k"] if entry.cutoff != "no" else [])
+            takes = list(entry.param_names) + (["a cutoff @k"] if entry.cutoff != "no" else [])
             raise UnknownMetricError(f"Metric {name!r}: {entry.name} takes no parameter {', '.join(misplaced)} "
                                      f"(it takes {', '.join(takes) or 'nothing'}), as in ir_measures.")
         level = params.pop("rel", None)
-        p = params.pop("p", 0.8)
+        p = params.pop("p", PERSISTENCE.default)
         k = _parse_cutoff(m["k"], name, entry.cutoff, "ir_measures")
         grade_map = params.pop("gains", None)
         if grade_map is not None:  # ir_measures: the qrels' grades mapped, then nDCG with gain = grade
@@ -416,9 +303,9 @@ def _parse_irm_params(text: str, name: str) -> dict:
                                      f"got {value.strip()!r}.")
         if key.strip() == "dcg":
             params["dcg"] = value.strip().strip("'\"")
-            if params["dcg"] not in _DCG_CHOICES:
+            if params["dcg"] not in DCG.choices:
                 raise UnknownMetricError(f"Metric {name!r}: dcg={value.strip()} is not one of ir_measures' "
-                                         f"{', '.join(map(repr, _DCG_CHOICES))}.")
+                                         f"{', '.join(map(repr, DCG.choices))}.")
             continue
         try:
             params[key.strip()] = int(value) if key.strip() == "rel" else float(value)
@@ -449,8 +336,7 @@ NOT_OFFERED = {
 _UNSUPPORTED_IRM_PARAMS = ("beta",)
 _JUDGED_ONLY = re.compile(r"(?P<lead>,\s*)?\bjudged_only\s*=\s*(?P<value>[^,)]*)(?P<trail>\s*,)?")
 #: families that take ir_measures' judged_only (those its pytrec_eval provider evaluates with trec_eval -J)
-JUDGED_ONLY_FAMILIES = ("precision", "rr", "rprec", "ap", "ndcg", "recall", "success", "set_p", "set_relative_p",
-                        "set_map", "set_f")
+JUDGED_ONLY_FAMILIES = tuple(f.name for f in FAMILIES.values() if any(JUDGED_ONLY in n.params for n in f.names))
 
 
 def _judged_only_spec(name: str, text: str, found: re.Match, relevance_level: float) -> MetricSpec:
@@ -471,8 +357,6 @@ def _judged_only_spec(name: str, text: str, found: re.Match, relevance_level: fl
                                  "ir_measures evaluates it.")
     return dataclasses.replace(spec, name=name, judged_only=True)
 _GAINS = re.compile(r"\bgains\s*=\s*\{(?P<pairs>[^}]*)\}")
-#: ir_measures nDCG's dcg= choices: log2 (gain = grade, the default) and exp-log2 (gain = 2^grade - 1)
-_DCG_CHOICES = ("log2", "exp-log2")
 _CUTOFF_LIST = re.compile(r"(?P<base>[A-Za-z_]+[._])(?P<ks>\d+(?:,\d+)+)")
 
 
@@ -511,17 +395,22 @@ def _expand_one(name: str) -> list[str]:
     listed = _CUTOFF_LIST.fullmatch(name)
     if listed:
         return [listed["base"] + k for k in listed["ks"].split(",")]
-    if name in ("P", "ndcg_cut", "map_cut", "success"):
-        return [f"{name}_{k}" for k in TREC_DEFAULT_CUTOFFS[name]]
+    if name in TREC_DEFAULT_CUTOFFS and name not in _RANX:  # ranx reads a bare "recall": the whole list
+        return _default_cutoffs(name)
     if name in TREC_GROUPS:
         import warnings
 
         members, left_out = TREC_GROUPS[name]
         warnings.warn(f"trec_eval's {name!r} measures that tieaware does not compute were left out: "
                       + "; ".join(f"{names} ({why})" for names, why in left_out.items()), UserWarning, stacklevel=4)
-        return [n for member in members for n in (_expand_one(member) if member != "recall" else
-                                                   [f"recall_{k}" for k in TREC_DEFAULT_CUTOFFS["recall"]])]
+        return [n for member in members
+                for n in (_default_cutoffs(member) if member in TREC_DEFAULT_CUTOFFS else [member])]
     return [name]
+
+
+def _default_cutoffs(name: str) -> list[str]:
+    """trec_eval's family ``name`` at its default cutoffs, named as pytrec_eval keys them (``P_5``)."""
+    return [f"{name}_{k}" for k in TREC_DEFAULT_CUTOFFS[name]]
 
 
 def parse_metrics(metrics, relevance_level: float = 1) -> list[MetricSpec]:

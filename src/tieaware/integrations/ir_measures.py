@@ -59,7 +59,7 @@ from ir_measures.measures.base import MeanAgg, SumAgg
 from ..errors import InputError, InputTypeError
 from ..evaluation import evaluate
 from ..metrics import parse_metric
-from ..ranked_lists import OBLIVIOUS_ORDERS
+from ..registry import OBLIVIOUS_ORDERS
 
 __all__ = ["E", "Range", "Bias", "Min", "Max", "TieAwareMeasure", "parse_measure"]
 

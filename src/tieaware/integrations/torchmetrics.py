@@ -31,7 +31,7 @@ from torchmetrics.utilities.data import dim_zero_cat
 from ..arrays import evaluate_arrays
 from ..errors import InputError
 from ..metrics import parse_metrics
-from ..ranked_lists import OBLIVIOUS_ORDERS
+from ..registry import OBLIVIOUS_ORDERS
 
 __all__ = ["TieAwareRetrieval", "metric_key"]
 
@@ -54,7 +54,7 @@ class TieAwareRetrieval(Metric):
 
     Args:
         metrics: tieaware metric names (``["ndcg@10", "mrr@10"]``; any syntax `tieaware.evaluate` reads).
-        oblivious: a tool's tie order (one of `tieaware.ranked_lists.OBLIVIOUS_ORDERS`) for
+        oblivious: a tool's tie order (one of `tieaware.registry.OBLIVIOUS_ORDERS`) for
             ``<metric>/oblivious`` and ``<metric>/bias``; None (default) leaves them out.
         relevance_level: grades >= this are relevant, as in `tieaware.evaluate`.
         **kwargs: torchmetrics ``Metric`` options (``sync_on_compute``, ``process_group``, ...).

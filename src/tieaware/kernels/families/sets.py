@@ -37,3 +37,7 @@ def set_measure(kind: str):
     stats.__name__ = f"set_{kind}"
     stats.__doc__ = f"trec_eval's set_{kind} (see the module docstring); tie-independent."
     return stats
+
+
+set_p, set_recall, set_relative_p = set_measure("p"), set_measure("recall"), set_measure("relative_p")
+set_map, set_f = set_measure("map"), set_measure("f")
