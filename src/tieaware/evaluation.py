@@ -10,7 +10,7 @@ import numpy as np
 
 from .errors import InputError, QueryValueError
 from .inputs import QrelsLike, RunLike, is_ranx_qrels, is_ranx_run, load_qrels, load_run, without_identical_ids
-from .kernels.families import Judged, Params, family_stats
+from .kernels.families import Judged, family_stats
 from .metrics import MetricsLike, MetricSpec, metric_keys, parse_metrics
 from .outputs import check_outputs
 from .ranked_lists import TIE_AVERAGED_NDCG, RankedLists, ranked_lists, tool_order
@@ -43,9 +43,7 @@ def metric_stats(lists: RankedLists | Judged, spec: MetricSpec, oblivious: str =
     judged = lists if isinstance(lists, Judged) else judged_lists(lists, tie_order(spec, oblivious))
     if spec.grade_map is not None:
         judged = judged.regraded(dict(spec.grade_map))
-    params = Params(spec.k, float(spec.relevance_level), spec.gain,
-                    None if spec.gain_floor is None else float(spec.gain_floor), float(spec.persistence))
-    return family_stats(spec.family, judged, params)
+    return family_stats(spec.family, judged, spec)
 
 
 def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: bool = True,

@@ -22,8 +22,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, NoReturn
 
 from .errors import UnknownMetricError
 from .registry import (
@@ -44,7 +45,7 @@ MetricsLike = str | Sequence[str] | object
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """A parsed metric.
+    """A parsed metric; also the parameters its family kernel reads (`tieaware.kernels.families`).
 
     Attributes:
         name: the string the user gave (the key of the result dict).
@@ -131,6 +132,7 @@ def markdown_table() -> str:
 _RANX_RE = re.compile(r"^(?P<base>[a-z_\-0-9]+?)(?:@(?P<k>-?[^-]+))?(?:-l(?P<level>-?\d+))?$")
 _RANX_RBP_RE = re.compile(r"^rbp[.@](?P<p>\d+)(?:-l(?P<level>-?\d+))?$")
 _TREC_RBP_RE = re.compile(r"^rbp(?:[._]p=(?P<p>.*))?$")  # trec_eval 10: rbp, rbp.p=0.95
+_TREC_RBP_P = 0.9  # m_rbp.c's default p
 _TREC_RE = re.compile(r"^(?P<base>[A-Za-z_]+?)(?:[._](?P<k>\d[\d.]*))?$")
 _IRM_RE = re.compile(r"^(?P<base>[A-Za-z]+)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>.+))?$")
 
@@ -174,6 +176,18 @@ def _parse_cutoff(text: str | None, name: str, takes: str, syntax: str = "") -> 
 def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
     """Parse one metric name in ranx, trec_eval or ir_measures syntax.
 
+    One parser per syntax, tried in this order; the first that recognises the name reads it (and
+    raises on a bad cutoff or parameter), so a name two syntaxes share is read by the earlier one:
+
+    1. ir_measures' ``judged_only=`` parameter, ``P(judged_only=True)@10``: the rest parsed again;
+    2. ranx's RBP, ``rbp.95`` (p = 0.95, ``-lN`` suffix);
+    3. trec_eval's RBP, ``rbp``, ``rbp.p=0.95``;
+    4. ir_measures, ``nDCG@10``, ``P(rel=2)@10``, ``nDCG(dcg='exp-log2')@10``;
+    5. trec_eval, ``ndcg_cut.10`` or ``ndcg_cut_10``, ``map``;
+    6. ranx, ``ndcg@10``, ``map@100-l2``.
+
+    A name none of them reads is an error saying why (a cutoff missing, not offered, unknown).
+
     Args:
         name: e.g. ``"ndcg@10"``, ``"ndcg_cut.10"`` or ``"nDCG@10"``.
         relevance_level: grades at or above it are relevant, unless the name sets its own.
@@ -187,73 +201,128 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
     if not isinstance(name, str):
         raise UnknownMetricError(f"Metric names are strings, got {name!r} ({type(name).__name__}).")
     text = name.strip()
+    for parse in _PARSERS:
+        spec = parse(name, text, relevance_level)
+        if spec is not None:
+            return spec
+    _reject(name, text)
+
+
+def _parse_judged_only(name: str, text: str, relevance_level: float) -> MetricSpec | None:
+    """ir_measures' ``judged_only=True|False`` (``nDCG(judged_only=True)@10``): the name parsed without
+    it, with `MetricSpec.judged_only` set."""
     found = _JUDGED_ONLY.search(text)
-    if found is not None:
-        return _judged_only_spec(name, text, found, relevance_level)
+    if found is None:
+        return None
+    value = found["value"].strip()
+    if value not in ("True", "False", "1", "0"):
+        raise UnknownMetricError(f"Metric {name!r}: judged_only takes True or False, got {value!r}.")
+    keep = ", " if found["lead"] and found["trail"] else ""
+    spec = parse_metric((text[:found.start()] + keep + text[found.end():]).replace("()", ""), relevance_level)
+    if value in ("False", "0"):
+        return spec.with_name(name)
+    if spec.family not in JUDGED_ONLY_FAMILIES or spec.gain == "exp" or spec.family == "rr" and spec.k is not None \
+            or "(" not in text:
+        raise UnknownMetricError(f"Metric {name!r}: judged_only is an ir_measures parameter of P, R, RR (without a "
+                                 "cutoff), Rprec, AP, nDCG (log2), Success, SetP, SetRelP, SetAP and SetF, as "
+                                 "ir_measures evaluates it.")
+    return dataclasses.replace(spec, name=name, judged_only=True)
 
+
+def _parse_ranx_rbp(name: str, text: str, relevance_level: float) -> MetricSpec | None:
+    """ranx's ``rbp.95`` (p = 0.95): graded, gains below the level (``-lN``) zero, as ranx gives them."""
     m = _RANX_RBP_RE.match(text)
-    if m:
-        level = int(m["level"]) if m["level"] is not None else relevance_level
-        return MetricSpec(name, "rbp", None, level, "linear", level, _persistence(float("0." + m["p"]), name))
+    if m is None:
+        return None
+    level = int(m["level"]) if m["level"] is not None else relevance_level
+    return MetricSpec(name, "rbp", None, level, "linear", level, _persistence(float("0." + m["p"]), name))
 
+
+def _parse_trec_rbp(name: str, text: str, relevance_level: float) -> MetricSpec | None:
+    """trec_eval 10's ``rbp`` (p = 0.9) and ``rbp.p=0.95``: grades scaled by the query's top grade."""
     m = _TREC_RBP_RE.match(text)
-    if m:
-        try:
-            p = 0.9 if m["p"] is None else float(m["p"])  # m_rbp.c's default
-        except ValueError:
-            raise UnknownMetricError(f"Metric {name!r}: rbp's p {m['p']!r} is not a number.") from None
-        return MetricSpec(name, "rbp", None, relevance_level, "scaled", None, _persistence(p, name))
+    if m is None:
+        return None
+    try:
+        p = _TREC_RBP_P if m["p"] is None else float(m["p"])
+    except ValueError:
+        raise UnknownMetricError(f"Metric {name!r}: rbp's p {m['p']!r} is not a number.") from None
+    return MetricSpec(name, "rbp", None, relevance_level, "scaled", None, _persistence(p, name))
 
+
+def _parse_ir_measures(name: str, text: str, relevance_level: float) -> MetricSpec | None:
+    """ir_measures' ``Name(param=value, ...)@k``; a name that needs a cutoff and has neither cutoff nor
+    parameters (``P``) is left to the next parsers."""
     m = _IRM_RE.match(text)
     entry = _IRM.get(m["base"]) if m else None
-    if entry is not None and (m["params"] is not None or m["k"] is not None or entry.cutoff != "required"):
-        grade_map, rest = _grade_map(m["params"] or "", name)
-        params = _parse_irm_params(rest, name)
-        if grade_map is not None:
-            params["gains"] = grade_map
-        misplaced = sorted(set(params) - set(entry.param_names))
-        if misplaced:
-            takes = list(entry.param_names) + (["a cutoff @k"] if entry.cutoff != "no" else [])
-            raise UnknownMetricError(f"Metric {name!r}: {entry.name} takes no parameter {', '.join(misplaced)} "
-                                     f"(it takes {', '.join(takes) or 'nothing'}), as in ir_measures.")
-        level = params.pop("rel", None)
-        p = params.pop("p", PERSISTENCE.default)
-        k = _parse_cutoff(m["k"], name, entry.cutoff, "ir_measures")
-        grade_map = params.pop("gains", None)
-        if grade_map is not None:  # ir_measures: the qrels' grades mapped, then nDCG with gain = grade
-            if params.get("dcg", "log2") != "log2":
-                raise UnknownMetricError(f"Metric {name!r}: ir_measures takes gains= only with dcg='log2'.")
-            return MetricSpec(name, entry.family, k, relevance_level, "linear", None, grade_map=grade_map)
-        if params.pop("dcg", "log2") == "exp-log2":  # nDCG(dcg='exp-log2'): gain 2^grade - 1, as gdeval
-            if k is None:
-                raise UnknownMetricError(f"Metric {name!r}: tieaware takes nDCG(dcg='exp-log2') with a cutoff @k "
-                                         "(ir_measures computes it with gdeval, trec_eval's tie order); without "
-                                         "one ir_measures hands it to ranx, whose order there tieaware does not "
-                                         "reproduce: use ranx's ndcg_burges.")
-            return MetricSpec(name, entry.family, k, relevance_level, "exp", None)
-        if entry.family == "rbp":
-            if level is not None:  # ir_measures: RBP(rel=N) is binary at level N
-                return MetricSpec(name, "rbp", k, level, "binary", None, p)
-            return MetricSpec(name, "rbp", k, relevance_level, "linear", None, p)
-        family = "num_rel_ret" if entry.family == "num_ret" and level is not None else entry.family  # NumRet(rel=N)
-        return MetricSpec(name, family, k, relevance_level if level is None else level, entry.gain, None)
+    if m is None or entry is None or m["params"] is None and m["k"] is None and entry.cutoff == "required":
+        return None
+    params = _irm_params(entry, m["params"] or "", name)
+    k = _parse_cutoff(m["k"], name, entry.cutoff, "ir_measures")
+    level = params.get("rel")
+    if "gains" in params:  # ir_measures: the qrels' grades mapped, then nDCG with gain = grade
+        if params.get("dcg", DCG.default) != "log2":
+            raise UnknownMetricError(f"Metric {name!r}: ir_measures takes gains= only with dcg='log2'.")
+        return MetricSpec(name, entry.family, k, relevance_level, "linear", None, grade_map=params["gains"])
+    if params.get("dcg") == "exp-log2":  # nDCG(dcg='exp-log2'): gain 2^grade - 1, as gdeval
+        if k is None:
+            raise UnknownMetricError(f"Metric {name!r}: tieaware takes nDCG(dcg='exp-log2') with a cutoff @k "
+                                     "(ir_measures computes it with gdeval, trec_eval's tie order); without "
+                                     "one ir_measures hands it to ranx, whose order there tieaware does not "
+                                     "reproduce: use ranx's ndcg_burges.")
+        return MetricSpec(name, entry.family, k, relevance_level, "exp", None)
+    if entry.family == "rbp":  # ir_measures: RBP(rel=N) is binary at level N, plain RBP graded
+        p = params.get("p", PERSISTENCE.default)
+        if level is not None:
+            return MetricSpec(name, "rbp", k, level, "binary", None, p)
+        return MetricSpec(name, "rbp", k, relevance_level, "linear", None, p)
+    family = "num_rel_ret" if entry.family == "num_ret" and level is not None else entry.family  # NumRet(rel=N)
+    return MetricSpec(name, family, k, relevance_level if level is None else level, entry.gain, None)
 
+
+def _irm_params(entry: Name, text: str, name: str) -> dict[str, Any]:
+    """The parameters of an ir_measures name, each one its measure declares (`Name.params`)."""
+    grade_map, rest = _grade_map(text, name)
+    params = _parse_irm_params(rest, name)
+    if grade_map is not None:
+        params["gains"] = grade_map
+    misplaced = sorted(set(params) - set(entry.param_names))
+    if misplaced:
+        takes = list(entry.param_names) + (["a cutoff @k"] if entry.cutoff != "no" else [])
+        raise UnknownMetricError(f"Metric {name!r}: {entry.name} takes no parameter {', '.join(misplaced)} "
+                                 f"(it takes {', '.join(takes) or 'nothing'}), as in ir_measures.")
+    return params
+
+
+def _parse_trec_eval(name: str, text: str, relevance_level: float) -> MetricSpec | None:
+    """trec_eval's ``name``, ``name.k`` or pytrec_eval's ``name_k``; a name without its required cutoff
+    (``P``) or with a cutoff it does not take is left to the next parser."""
     m = _TREC_RE.match(text)
     entry = _TREC.get(m["base"]) if m else None
-    if entry is not None and (m["k"] is not None or entry.cutoff != "required"):
-        if m["k"] is not None and entry.cutoff != "no":
-            k = _parse_cutoff(m["k"], name, entry.cutoff, "trec_eval")
-            return MetricSpec(name, entry.family, k, relevance_level, entry.gain, None)
-        if m["k"] is None:
-            return MetricSpec(name, entry.family, None, relevance_level, entry.gain, None)
+    if m is None or entry is None or entry.cutoff == ("required" if m["k"] is None else "no"):
+        return None
+    k = _parse_cutoff(m["k"], name, entry.cutoff, "trec_eval")
+    return MetricSpec(name, entry.family, k, relevance_level, entry.gain, None)
 
+
+def _parse_ranx(name: str, text: str, relevance_level: float) -> MetricSpec | None:
+    """ranx's ``name``, ``name@k``, with ``-lN`` for the level: gains below it zero, as ranx gives them."""
     m = _RANX_RE.match(text)
     entry = _RANX.get(m["base"]) if m else None
-    if entry is not None:
-        level = int(m["level"]) if m["level"] is not None else relevance_level
-        k = _parse_cutoff(m["k"], name, entry.cutoff, "ranx")
-        return MetricSpec(name, entry.family, k, level, entry.gain, level if entry.gain != "binary" else None)
+    if m is None or entry is None:
+        return None
+    level = int(m["level"]) if m["level"] is not None else relevance_level
+    k = _parse_cutoff(m["k"], name, entry.cutoff, "ranx")
+    return MetricSpec(name, entry.family, k, level, entry.gain, level if entry.gain != "binary" else None)
 
+
+#: the parsers `parse_metric` tries, in its documented order
+_PARSERS: tuple[Callable[[str, str, float], MetricSpec | None], ...] = (
+    _parse_judged_only, _parse_ranx_rbp, _parse_trec_rbp, _parse_ir_measures, _parse_trec_eval, _parse_ranx)
+
+
+def _reject(name: str, text: str) -> NoReturn:
+    """Why no parser reads a name: a cutoff missing, trec_eval's gain pairs, not offered, or unknown."""
     for table in (_TREC, _IRM):
         if text in table and table[text].cutoff == "required":
             _parse_cutoff(None, name, "required")
@@ -287,8 +356,8 @@ def _grade_map(text: str, name: str) -> tuple[tuple | None, str]:
     return tuple(sorted(pairs.items())), text[:found.start()] + text[found.end():]
 
 
-def _parse_irm_params(text: str, name: str) -> dict:
-    params = {}
+def _parse_irm_params(text: str, name: str) -> dict[str, Any]:
+    params: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = part.partition("=")
         if not sep:
@@ -339,23 +408,6 @@ _JUDGED_ONLY = re.compile(r"(?P<lead>,\s*)?\bjudged_only\s*=\s*(?P<value>[^,)]*)
 JUDGED_ONLY_FAMILIES = tuple(f.name for f in FAMILIES.values() if any(JUDGED_ONLY in n.params for n in f.names))
 
 
-def _judged_only_spec(name: str, text: str, found: re.Match, relevance_level: float) -> MetricSpec:
-    """ir_measures' ``judged_only=True|False`` (``nDCG(judged_only=True)@10``): the name parsed without
-    it, with `MetricSpec.judged_only` set."""
-    value = found["value"].strip()
-    if value not in ("True", "False", "1", "0"):
-        raise UnknownMetricError(f"Metric {name!r}: judged_only takes True or False, got {value!r}.")
-    keep = ", " if found["lead"] and found["trail"] else ""
-    rest = (text[:found.start()] + keep + text[found.end():]).replace("()", "")
-    spec = parse_metric(rest, relevance_level)
-    if value in ("False", "0"):
-        return spec.with_name(name)
-    if spec.family not in JUDGED_ONLY_FAMILIES or spec.gain == "exp" or spec.family == "rr" and spec.k is not None \
-            or "(" not in text:
-        raise UnknownMetricError(f"Metric {name!r}: judged_only is an ir_measures parameter of P, R, RR (without a "
-                                 "cutoff), Rprec, AP, nDCG (log2), Success, SetP, SetRelP, SetAP and SetF, as "
-                                 "ir_measures evaluates it.")
-    return dataclasses.replace(spec, name=name, judged_only=True)
 _GAINS = re.compile(r"\bgains\s*=\s*\{(?P<pairs>[^}]*)\}")
 _CUTOFF_LIST = re.compile(r"(?P<base>[A-Za-z_]+[._])(?P<ks>\d+(?:,\d+)+)")
 

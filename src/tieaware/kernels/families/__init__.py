@@ -29,18 +29,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...metrics import MetricSpec
 from ...registry import family
-from .common import Judged, Params
+from .common import Judged
 
 
-def family_stats(name: str, judged: Judged, params: Params) -> np.ndarray:
+def family_stats(name: str, judged: Judged, spec: MetricSpec) -> np.ndarray:
     """Per query (expected, variance, min, max, oblivious) of one metric: array (Q, 5), by the kernel
     the family's `tieaware.registry.Family` names.
 
     Raises:
         ValueError: `name` is not a family of `tieaware.registry.FAMILIES`.
     """
-    return family(name).stats()(judged, params)
+    return family(name).stats()(judged, spec)
 
 
-__all__ = ["Judged", "Params", "family_stats"]
+__all__ = ["Judged", "family_stats"]
