@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from tieaware.arguments import is_limit
 from tieaware.registry import OBLIVIOUS_ORDERS
 
 LIMIT_KEYS = ("max_range", "max_abs_bias", "max_std")
@@ -132,7 +133,7 @@ def marker_problem(node: pytest.Item) -> str | None:
             continue
         values = value.values() if isinstance(value, dict) else [value]
         for limit in values:
-            if isinstance(limit, bool) or not isinstance(limit, (int, float)) or math.isnan(limit) or limit < 0:
+            if not is_limit(limit):
                 return f"tie_stability marker: {key} must be a number >= 0 (or {{metric: number}}), got {limit!r}"
     if "oblivious" in settings and settings["oblivious"] not in OBLIVIOUS_ORDERS:
         return (f"tie_stability marker: oblivious must be one of {', '.join(OBLIVIOUS_ORDERS)}, "

@@ -8,13 +8,13 @@ import warnings
 
 import numpy as np
 
+from .arguments import check_oblivious, is_count, is_finite
 from .errors import InputError, QueryValueError
 from .inputs import QrelsLike, RunLike, is_ranx_qrels, is_ranx_run, load_qrels, load_run, without_identical_ids
 from .kernels.families import Judged, family_stats
 from .metrics import MetricsLike, MetricSpec, metric_keys, parse_metrics
 from .outputs import check_outputs
 from .ranked_lists import TIE_AVERAGED_NDCG, RankedLists, ranked_lists, tool_order
-from .registry import OBLIVIOUS_ORDERS
 from .report import EvaluationReport, MetricResult
 from .threads import limited
 
@@ -217,12 +217,10 @@ def _with_judged_only(qrels, run, specs: list[MetricSpec], make_comparable: bool
 
 
 def _check_arguments(oblivious, relevance_level, threads) -> None:
-    if oblivious not in OBLIVIOUS_ORDERS:
-        raise InputError(f"oblivious must be one of {OBLIVIOUS_ORDERS}, got {oblivious!r}.")
-    if isinstance(relevance_level, bool) or not isinstance(relevance_level, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(relevance_level):
+    check_oblivious(oblivious)
+    if not is_finite(relevance_level):
         raise InputError(f"relevance_level must be a finite number, got {relevance_level!r}.")
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 0:
+    if not is_count(threads):
         raise InputError(f"threads must be an integer >= 0 (0: all CPUs), got {threads!r}.")
 
 

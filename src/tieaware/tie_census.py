@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .arguments import is_count
 from .errors import InputError
 from .kernels.census import census_table
 from .ranked_lists import run_scores
@@ -26,7 +27,7 @@ def census(run, ks=DEFAULT_KS) -> pd.DataFrame:
         reaching the top k, over all queries).
     """
     given = [ks] if np.isscalar(ks) else list(ks)
-    if not given or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0 for k in given):
+    if not given or not all(is_count(k, 1) for k in given):
         raise InputError(f"census cutoffs must be positive integers, got {given}.")
     ks = np.asarray(sorted(set(int(k) for k in given)), np.int64)
     query_ids, offsets, scores = run_scores(run)
