@@ -33,7 +33,7 @@ _RUN = {"q1": {"d6": 1.0, "d1": 0.5, "d2": 0.5, "d3": 0.5, "d4": 0.25, "d5": 0.2
 
 def _dispatchers() -> list:
     """Every jitted function of `tieaware.kernels`."""
-    from numba.core.dispatcher import Dispatcher
+    from .kernels.numba_compat import Dispatcher
 
     kernels = import_module("tieaware.kernels")
     found = []
