@@ -21,7 +21,7 @@ import warnings
 from pathlib import Path
 
 from . import __version__
-from .display import fixed, progress, text_table
+from .display import fixed, plain_table, progress, text_table
 from .errors import InputError, QueryMismatchError, TieawareError, UnknownMetricError
 from .metrics import expand_names, parse_metric
 from .outputs import atomic_output, check_outputs, check_utf8_ids
@@ -610,11 +610,8 @@ class _ListMetrics(argparse.Action):
         from .metrics import list_metrics
 
         rows = list_metrics()
-        widths = {key: max(len(key), *(len(row[key]) for row in rows)) for key in rows[0]}
-        lines = ["  ".join(key.ljust(widths[key]) for key in rows[0]).rstrip()]
-        lines += ["  ".join(value.ljust(widths[key]) for key, value in row.items()).rstrip() for row in rows]
         try:
-            sys.stdout.write("\n".join(lines) + "\n")
+            sys.stdout.write(plain_table(list(rows[0]), [list(row.values()) for row in rows]) + "\n")
             sys.stdout.flush()
         except BrokenPipeError:  # `tieaware eval --list-metrics | head`
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
