@@ -286,11 +286,12 @@ def _write_trec(frame, runids: dict, lines: list, relevance_level: int, digits: 
     for run, block in frame.groupby("run", sort=False):
         names = {metric: _trec_eval_name(metric, relevance_level, max_docs)
                  for metric in dict.fromkeys(block["metric"])}
-        first = {}  # one line per trec_eval name, as trec_eval prints a measure once
+        first: dict[str, str] = {}  # one line per trec_eval name, as trec_eval prints a measure once
         for metric, trec_name in names.items():
             first.setdefault(trec_name, metric)
         order = sorted(first, key=_trec_order_key)
-        by_query, means = {}, {}
+        by_query: dict[str, dict[str, float]] = {}
+        means: dict[str, float] = {}
         queries = block["query"].isna() if "query" in block else [True] * len(block)
         for row, is_mean in zip(block.itertuples(index=False), queries):
             (means if is_mean else by_query.setdefault(row.query, {}))[row.metric] = row.expected
@@ -625,14 +626,21 @@ _DEFAULT_HELP = ("; default: trec_eval's `official` measures tieaware computes (
                  "it leaves out gm_map and iprec_at_recall")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """The top-level parser; ``subcommands`` maps each command to its parser, for main's usage errors."""
+
+    subcommands: dict[str, argparse.ArgumentParser]
+
+
+def build_parser() -> _Parser:
+    parser = _Parser(
         prog="tieaware", description="Tie-aware retrieval evaluation: E[M], min, max, range, bias and variance "
         "of IR metrics over all orderings of tied scores.")
     parser.add_argument("--version", action="version", version=f"tieaware {__version__}")
     parser.add_argument("--traceback", action="store_true",
                         help="show the Python traceback of an input error too (other errors always show it)")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     parser_class=argparse.ArgumentParser)
     common = _evaluation_options()
 
     ev = commands.add_parser("eval", parents=[common], help="evaluate runs tie-aware",
