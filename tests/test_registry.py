@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tieaware.cli import _trec_eval_name
-from tieaware.metrics import parse_metric
+from tieaware.metrics import markdown_table, parse_metric
 from tieaware.ranked_lists import ir_measures_order
 from tieaware.registry import FAMILIES, NAMES, TREC_DEFAULT_CUTOFFS, TREC_GROUPS, TREC_PRINT_ORDER, family
 
@@ -17,6 +17,13 @@ ALLOWED = {
     # torchmetrics' tie order per family: the reader layer's (issue 30, engine), not moved here yet
     ("ranked_lists.py", "torchmetrics_order"),
 }
+
+
+def test_the_docs_metric_table_has_a_row_per_family_and_gain():
+    """docs/evaluate.md holds `markdown_table()` (tests/test_metric_registry.py); it is built from the records."""
+    labels = [line.split("|")[1].strip() for line in markdown_table().splitlines()[2:]]
+    assert {label.split(" ")[0] for label in labels} == set(FAMILIES)
+    assert len(labels) == len({(name.family, name.gain) for name in NAMES})
 
 
 def test_importing_the_registry_loads_no_kernel():
@@ -81,22 +88,30 @@ def test_parameters_are_declared_as_ir_measures_declares_them():
 
 
 def _family_collections(path: Path):
-    """(function or module-level name, literal) of each tuple/list/set literal or dict whose elements
-    or keys hold two or more family names."""
+    """(enclosing function or "<module>", family names) of each literal tuple, list or set, dict (its
+    keys, nested tuples included) or chain of ``and``/``or`` conditions that names two or more families."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     scopes = [(node.name, node) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
 
-    def scope_of(literal):
-        inside = [name for name, node in scopes if node.lineno <= literal.lineno <= node.end_lineno]
+    def scope_of(node):
+        inside = [name for name, scope in scopes if scope.lineno <= node.lineno <= scope.end_lineno]
         return inside[-1] if inside else "<module>"
 
+    def named(nodes):
+        return sorted({c.value for n in nodes for c in ast.walk(n)
+                       if isinstance(c, ast.Constant) and c.value in FAMILIES})
+
     for node in ast.walk(tree):
-        items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
-        if not isinstance(node, ast.Tuple | ast.List | ast.Set | ast.Dict) or items is None:
+        if isinstance(node, ast.Dict):
+            found = named(key for key in node.keys if key is not None)
+        elif isinstance(node, ast.Tuple | ast.List | ast.Set):
+            found = named(e for e in node.elts if isinstance(e, ast.Constant))
+        elif isinstance(node, ast.BoolOp):
+            found = named(node.values)
+        else:
             continue
-        named = {item.value for item in items if isinstance(item, ast.Constant) and item.value in FAMILIES}
-        if len(named) >= 2:
-            yield scope_of(node), sorted(named)
+        if len(found) >= 2:
+            yield scope_of(node), found
 
 
 def test_every_family_fact_has_one_home():
@@ -107,7 +122,13 @@ def test_every_family_fact_has_one_home():
     assert found == []
 
 
-def test_the_grep_finds_a_family_table(tmp_path):
+@pytest.mark.parametrize("source,found", [
+    ('WARM = {"ndcg": "ndcg@3", "ap": "map@3"}', ("<module>", ["ap", "ndcg"])),
+    ('BASE = {("ap", False): "map", ("rr", False): "recip_rank"}', ("<module>", ["ap", "rr"])),
+    ('SETS = ("set_p", "set_f")', ("<module>", ["set_f", "set_p"])),
+    ('def order(f, k):\n    return "doc" if f == "judged" or f == "rr" and k else "trec"', ("order", ["judged", "rr"])),
+])
+def test_the_grep_finds_family_tables_and_conditions(tmp_path, source, found):
     planted = tmp_path / "planted.py"
-    planted.write_text('WARM = {"ndcg": "ndcg@3", "ap": "map@3"}\n')
-    assert list(_family_collections(planted)) == [("<module>", ["ap", "ndcg"])]
+    planted.write_text(source + "\n")
+    assert list(_family_collections(planted)) == [found]
