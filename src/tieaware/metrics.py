@@ -52,7 +52,8 @@ class MetricSpec:
         family: a `tieaware.registry.FAMILIES` key.
         k: rank cutoff, or None for the whole retrieved list.
         relevance_level: judgments >= this are relevant (binary metrics, R, bpref).
-        gain: "binary", "linear" (gain = grade) or "exp" (gain = 2^grade - 1).
+        gain: "binary", "linear" (gain = grade), "exp" (gain = 2^grade - 1) or "scaled" (trec_eval's rbp:
+            grade over the query's top grade).
         gain_floor: grades below this get zero gain; None means every positive grade counts.
         persistence: RBP's p.
         grade_map: ((grade, new grade), ...) applied to the qrels first (ir_measures' nDCG(gains=...));
