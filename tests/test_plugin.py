@@ -53,13 +53,6 @@ def test_loading_the_plugin_imports_neither_numba_nor_torch():
     assert done.returncode == 0, done.stderr
 
 
-def test_oblivious_choices_match_the_core():
-    from pytest_tieaware.settings import OBLIVIOUS_ORDERS
-    from tieaware.ranked_lists import OBLIVIOUS_ORDERS as CORE_ORDERS
-
-    assert OBLIVIOUS_ORDERS == CORE_ORDERS
-
-
 def test_split_metric_names_keeps_parameters_together():
     from pytest_tieaware.settings import split_metric_names
 

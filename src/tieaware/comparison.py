@@ -21,8 +21,8 @@ from .evaluation import evaluate
 from .inputs import file_stem, is_ranx_run, load_qrels, load_run
 from .metrics import metric_keys, parse_metric
 from .outputs import atomic_output
+from .registry import DEFAULT_KS
 from .report import SUMMARY_COLUMNS, strict_json
-from .tie_census import DEFAULT_KS
 
 STAT_TESTS = ("student", "fisher", "tukey")
 STAT_TEST_LABELS = {

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from .arguments import is_limit
 from .errors import InputError
 from .evaluation import evaluate
 
@@ -96,7 +97,7 @@ def optimize_fusion(qrels, runs: list, norm: str | None = "min-max", method: str
 
     if objective not in OBJECTIVES:
         raise InputError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
-    if isinstance(penalty, bool) or not isinstance(penalty, (int, float)) or not penalty >= 0:
+    if not is_limit(penalty):
         raise InputError(f"penalty must be a number >= 0, got {penalty!r}.")
     if not isinstance(metric, str):
         raise InputError(f"optimize_fusion tunes one metric, given by name; got {metric!r}.")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .arguments import is_limit
 from .check_observers import notify, observe_checks
 from .display import text_table
 from .errors import InputError
@@ -180,7 +181,7 @@ def _limits_of(metric: str, given: dict, metrics: list[str]) -> dict[str, float]
             limit = limit.get(metric)
         if limit is None:
             continue
-        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or math.isnan(limit) or limit < 0:
+        if not is_limit(limit):
             raise InputError(f"{key} for {metric!r} must be a number >= 0, got {limit!r}")
         if limit != math.inf:  # an infinite limit switches the check off
             limits[key] = float(limit)

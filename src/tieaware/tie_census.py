@@ -4,12 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .arguments import is_count
 from .errors import InputError
 from .kernels.census import census_table
 from .ranked_lists import run_scores
-
-#: Cutoffs of the tie census and of metric@k curves (`tieaware.comparison.compare_at_k`) unless given.
-DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)
+from .registry import DEFAULT_KS
 
 
 def census(run, ks=DEFAULT_KS) -> pd.DataFrame:
@@ -28,7 +27,7 @@ def census(run, ks=DEFAULT_KS) -> pd.DataFrame:
         reaching the top k, over all queries).
     """
     given = [ks] if np.isscalar(ks) else list(ks)
-    if not given or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0 for k in given):
+    if not given or not all(is_count(k, 1) for k in given):
         raise InputError(f"census cutoffs must be positive integers, got {given}.")
     ks = np.asarray(sorted(set(int(k) for k in given)), np.int64)
     query_ids, offsets, scores = run_scores(run)

@@ -37,7 +37,8 @@ import hashlib
 from pathlib import Path
 
 from numba import njit
-from numba.core.caching import FunctionCache, IndexDataCacheFile
+
+from .numba_compat import FunctionCache, IndexDataCacheFile, use_cache
 
 try:
     import fcntl
@@ -113,7 +114,7 @@ def kernel(function=None, **flags):
     is implied). Use as ``@kernel`` or ``@kernel(inline="always")``."""
     def compile_lazily(py_func):
         dispatcher = njit(**flags)(py_func)
-        dispatcher._cache = VerifiedFunctionCache(py_func)  # what numba's enable_caching() does, with our cache
+        use_cache(dispatcher, VerifiedFunctionCache(py_func))
         return dispatcher
 
     return compile_lazily if function is None else compile_lazily(function)
