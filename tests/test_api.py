@@ -139,7 +139,7 @@ def test_metrics_of_one_level_share_flags_that_the_cached_conversion_does_not_ke
 
     made = []
     real = common.gains
-    monkeypatch.setattr(common, "gains", lambda rel, p: made.append(p.level) or real(rel, p))
+    monkeypatch.setattr(common, "gains", lambda rel, p: made.append(p.relevance_level) or real(rel, p))
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN)
     shared = tieaware.evaluate(qrels, run, ["P@2", "recall@3", "map", "mrr", "P(rel=2)@2"])
     assert made == [1.0, 2.0]  # once per relevance level, not once per metric

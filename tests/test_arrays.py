@@ -1,4 +1,6 @@
 """`tieaware.evaluate_arrays`: torchmetrics-style (indexes, preds, target) inputs."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -107,3 +109,23 @@ def test_no_rows_is_named():
 def test_arrays_given_to_evaluate_point_to_evaluate_arrays(run):
     with pytest.raises(tieaware.InputError, match="go to tieaware.evaluate_arrays"):
         tieaware.evaluate({"q": {"a": 1}}, run, "mrr")
+
+
+class _OnGpu(torch.Tensor):
+    """A CPU tensor that says it is on a CUDA device (the warning reads only ``.device``)."""
+
+    @property
+    def device(self):
+        return torch.device("cuda", 0)
+
+
+def test_torchmetrics_order_of_preds_off_the_cpu_is_said_to_be_the_cpu_s():
+    indexes, target = torch.tensor([0, 0, 0]), torch.tensor([0, 1, 0])
+    preds = torch.tensor([0.5, 0.5, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cpu = tieaware.evaluate_arrays(indexes, preds, target, "mrr", oblivious="torchmetrics")
+        tieaware.evaluate_arrays(indexes, preds.as_subclass(_OnGpu), target, "mrr")  # no order named: no warning
+    with pytest.warns(UserWarning, match="preds are on cuda: torchmetrics' topk and sort there"):
+        gpu = tieaware.evaluate_arrays(indexes, preds.as_subclass(_OnGpu), target, "mrr", oblivious="torchmetrics")
+    assert gpu.oblivious == cpu.oblivious and gpu.expected == pytest.approx(11 / 18)

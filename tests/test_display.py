@@ -4,7 +4,7 @@ import io
 import numpy as np
 import pandas as pd
 
-from tieaware.display import fixed, progress, text_table
+from tieaware.display import fixed, plain_table, progress, text_table
 from tieaware.report import EvaluationReport, MetricResult, per_query_frame
 from tieaware.testing import _text_table
 
@@ -34,3 +34,13 @@ def test_progress_draws_only_when_asked():
         assert not bar.disable
         bar.fp = out
         assert list(bar) == [0, 1, 2]
+
+
+def test_plain_table_aligns_columns_two_spaces_apart_without_trailing_blanks():
+    table = plain_table(["metric", "expected", "note"], [["ndcg@10", "0.5000", "x"], ["P@5", "12.2500", ""]],
+                        right=[False, True, False])
+    assert table.split("\n") == ["metric   expected  note",
+                                 "ndcg@10    0.5000  x",
+                                 "P@5       12.2500"]
+    assert plain_table(["a", "b"], []) == "a  b"  # a header wider than no cell gets no padding
+    assert plain_table(["syntax", "name"], [["ranx", "None"]]) == "syntax  name\nranx    None"

@@ -69,3 +69,19 @@ def test_bad_arguments_are_named(kwargs, match):
         optimize_fusion(QRELS, RUNS, **{"metric": "ndcg@10", **kwargs})
     with pytest.raises(InputError, match="two or more runs"):
         optimize_fusion(QRELS, RUNS[:1], metric="ndcg@10")
+
+
+@pytest.mark.slow
+def test_fusion_tuning_example_shows_where_the_objectives_pick_differently(capsys):
+    """examples/fusion_tuning.py (issue 27's fusion study) runs, on ranx's own optimize_fusion: for recall@10
+    the weighted sum is where ranx (the bf16 run alone) and E[M] (0.6, 0.4) part; RRF agrees."""
+    import runpy
+    from pathlib import Path
+
+    example = runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "fusion_tuning.py"))
+    example["main"](["recall@10"])
+    rrf, wsum = capsys.readouterr().out.split("== wsum")
+    assert "ranx.optimize_fusion picks k=100" in rrf and "DIFFERENT" not in rrf
+    assert "ranx.optimize_fusion picks w=(0.0, 1.0)" in wsum
+    for objective in ("expected", "min", "penalized"):
+        assert f"tie-aware objective {objective:9} picks w=(0.6, 0.4)     DIFFERENT from ranx's pick" in wsum

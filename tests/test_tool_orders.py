@@ -65,6 +65,54 @@ def test_sentence_transformers_ir_evaluator_value_per_query():
     assert differs
 
 
+@pytest.mark.slow
+def test_sentence_transformers_ir_evaluator_on_the_bundled_bf16_run():
+    """Issue 27's figure: sentence-transformers' InformationRetrievalEvaluator itself prints nDCG@10 0.50739 on
+    Cranfield's bf16 run (binary qrels); oblivious="sentence_transformers" is that number, its bias is it
+    minus E[nDCG@10], and trec_eval's order gives another number."""
+    st_eval = pytest.importorskip("sentence_transformers.sentence_transformer.evaluation")
+    from tieaware.datasets import cranfield
+
+    files = cranfield()
+    qrels = tieaware.read_trec_qrels(files.qrels)
+    run = tieaware.read_trec_run(files.runs["bf16"])
+    relevant = {q: {d for d, g in docs.items() if g >= 1} for q, docs in qrels.items()}
+    queries = [q for q in run if relevant.get(q)]
+    corpus = sorted({d for q in queries for d in run[q]})
+    assert min(len(run[q]) for q in queries) >= 10  # no unretrieved document can reach their top 10
+    # document embedding = its run score for each query (one column per query), far below every score if
+    # not retrieved; query embedding = one-hot: the dot product is the run's score, exactly (float64)
+    scores = np.full((len(corpus), len(queries)), -1e30)
+    row = {d: i for i, d in enumerate(corpus)}
+    for j, q in enumerate(queries):
+        for d, score in run[q].items():
+            scores[row[d], j] = score
+
+    class Fixed:
+        similarity_fn_name = "dot"
+        model_card_data = type("Card", (), {"set_evaluation_metrics": lambda *a: None})()
+
+        def encode_query(self, texts, **kwargs):
+            return torch.eye(len(queries), dtype=torch.float64)[[queries.index(t) for t in texts]]
+
+        def encode_document(self, texts, **kwargs):
+            return torch.from_numpy(scores[[row[t] for t in texts]])
+
+        def similarity(self, a, b):
+            return a @ b.T
+
+    evaluator = st_eval.InformationRetrievalEvaluator(
+        {q: q for q in queries}, {d: d for d in corpus}, {q: relevant[q] for q in queries}, ndcg_at_k=[10],
+        mrr_at_k=[10], accuracy_at_k=[1], precision_recall_at_k=[10], map_at_k=[100], write_csv=False)
+    theirs = evaluator(Fixed())["dot_ndcg@10"]
+    binary = {q: dict.fromkeys(relevant[q], 1) for q in queries}
+    ours = tieaware.evaluate(binary, {q: run[q] for q in queries}, "ndcg@10", oblivious="sentence_transformers")
+    assert round(theirs, 5) == 0.50739
+    assert ours.oblivious == pytest.approx(theirs, abs=1e-12)
+    assert ours.bias == pytest.approx(theirs - ours.expected, abs=1e-12) and abs(ours.bias) > 1e-3
+    assert abs(tieaware.evaluate(binary, {q: run[q] for q in queries}, "ndcg@10").oblivious - theirs) > 1e-4
+
+
 def _torchmetrics_per_query(indexes, preds, target, functional, **kwargs):
     """torchmetrics' RetrievalMetric.compute, per query: rows by torch.sort(indexes), split, then the metric."""
     order = torch.sort(indexes).indices

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import platform
 import re
 import sys
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tieaware.arguments import is_finite, is_limit
 from tieaware.errors import InputError
 from tieaware.outputs import atomic_output
 
@@ -154,7 +154,7 @@ def read_baseline(path: Path, test: str, name: str, device: str | None = None) -
     if not isinstance(content.get("oblivious_order"), str):
         raise BaselineFileError(path, f"has oblivious_order {content.get('oblivious_order')!r}, not a tie order name")
     level = content.get("relevance_level", 1)  # versions 1 and 2 do not store it
-    if not _finite(level):
+    if not is_finite(level):
         raise BaselineFileError(path, f"has relevance_level {level!r}, not a finite number")
     metrics = content.get("metrics")
     if not isinstance(metrics, dict):
@@ -164,14 +164,10 @@ def read_baseline(path: Path, test: str, name: str, device: str | None = None) -
             raise BaselineFileError(path, f"metric {metric!r}: expected an object of statistics, got {stored!r:.60}")
         for key in COMPARED_STATISTICS:
             value = stored.get(key)
-            if not _finite(value):
+            if not is_finite(value):
                 found = "missing" if key not in stored else f"{value!r:.60}, not a finite number"
                 raise BaselineFileError(path, f"metric {metric!r}: {key!r} is {found}")
     return content
-
-
-def _finite(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -193,7 +189,7 @@ def tolerances(tolerance: Tolerance) -> dict[str, float]:
     else:
         out = dict.fromkeys(COMPARED_STATISTICS, tolerance)
     for key, value in out.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
+        if not is_limit(value):
             raise InputError(f"tolerance of {key} must be a number >= 0, got {value!r}")
     return {key: float(value) for key, value in out.items()}
 

@@ -8,16 +8,17 @@ from typing import Any
 
 import pytest
 
-#: Tie orders `tieaware.evaluate` knows (kept equal to tieaware.ranked_lists.OBLIVIOUS_ORDERS by a test).
-OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures", "sentence_transformers",
-                    "sentence_transformers_reranking", "torchmetrics", "mteb")
+from tieaware.arguments import is_limit
+from tieaware.registry import OBLIVIOUS_ORDERS
+
 LIMIT_KEYS = ("max_range", "max_abs_bias", "max_std")
 BASELINE_KEYS = ("none", "device")
 MARKER_KEYS = LIMIT_KEYS + ("metrics", "oblivious")
 #: setting -> (command-line flag, ini key, help)
 OPTIONS = {
     "max_range": ("--tie-max-range", "tie_max_range",
-                  "fail a check when tie order can move a metric's mean by more than this (max - min)"),
+                  "fail a check when tie order can move a metric's mean (the sum for counts such as num_rel_ret) "
+                  "by more than this (max - min)"),
     "max_abs_bias": ("--tie-max-abs-bias", "tie_max_abs_bias",
                      "fail a check when |oblivious - expected| exceeds this"),
     "max_std": ("--tie-max-std", "tie_max_std",
@@ -135,7 +136,7 @@ def marker_problem(node: pytest.Item) -> str | None:
             continue
         values = value.values() if isinstance(value, dict) else [value]
         for limit in values:
-            if isinstance(limit, bool) or not isinstance(limit, (int, float)) or math.isnan(limit) or limit < 0:
+            if not is_limit(limit):
                 return f"tie_stability marker: {key} must be a number >= 0 (or {{metric: number}}), got {limit!r}"
     if "oblivious" in settings and settings["oblivious"] not in OBLIVIOUS_ORDERS:
         return (f"tie_stability marker: oblivious must be one of {', '.join(OBLIVIOUS_ORDERS)}, "

@@ -7,6 +7,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from typing import Any
 
+from tieaware.display import plain_table
+
 SCHEMA = "tieaware-pytest"
 SCHEMA_VERSION = 3  # 3: rows carry "improvements", baseline limits a tolerance per statistic; 2: "tie_std"
 PACKAGES = ("tieaware", "ranx", "numba", "numpy", "pytest", "torch")
@@ -25,10 +27,7 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """Fixed-width table: floats with 4 decimals and right-aligned, everything else left-aligned."""
     cells = [[f"{value:.4f}" if isinstance(value, float) else str(value) for value in row] for row in rows]
     right = [any(isinstance(row[i], float) for row in rows) for i in range(len(headers))]
-    widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
-    return "\n".join(
-        "  ".join(cell.rjust(w) if r else cell.ljust(w) for cell, w, r in zip(line, widths, right)).rstrip()
-        for line in [list(headers)] + cells)
+    return plain_table(headers, cells, right=right)
 
 
 def summary_table(rows: list[dict[str, Any]]) -> str:

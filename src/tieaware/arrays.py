@@ -12,6 +12,7 @@ ids the row numbers, zero-padded to one width (so trec_eval's id order is row or
 """
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any, TypeGuard, Union
 
 import numpy as np
@@ -129,7 +130,8 @@ def evaluate_arrays(indexes: ArrayInput, preds: ArrayInput, target: ArrayInput, 
         metrics: metric name(s), as in `tieaware.evaluate`.
         **options: any other argument of `tieaware.evaluate` (``oblivious``, ``return_mean``,
             ``relevance_level``, ...). With ``oblivious="torchmetrics"`` each query's rows are read in
-            the order torchmetrics' retrieval metrics see them, so ``.oblivious`` is their value.
+            the order torchmetrics' retrieval metrics see them, so ``.oblivious`` is their value on the
+            CPU; for ``preds`` on another device a warning says that torchmetrics' number there may differ.
 
     Returns:
         What `tieaware.evaluate` returns; queries are keyed by their index value as a string.
@@ -146,5 +148,10 @@ def evaluate_arrays(indexes: ArrayInput, preds: ArrayInput, target: ArrayInput, 
     """
     from .evaluation import evaluate
 
+    device = getattr(getattr(preds, "device", None), "type", "cpu")
+    if options.get("oblivious") == "torchmetrics" and device != "cpu":
+        warnings.warn(f"preds are on {device}: torchmetrics' topk and sort there order tied scores by other "
+                      "kernels, not reproduced here; .oblivious is torchmetrics' number on the CPU, which its "
+                      f"number on {device} may not equal.", UserWarning, stacklevel=2)
     qrels, run = arrays_to_dicts(indexes, preds, target, torch_order=options.get("oblivious") == "torchmetrics")
     return evaluate(qrels, run, metrics, **options)

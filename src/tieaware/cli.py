@@ -21,37 +21,21 @@ import warnings
 from pathlib import Path
 
 from . import __version__
-from .display import fixed, progress, text_table
+from .display import fixed, plain_table, progress, text_table
 from .errors import InputError, QueryMismatchError, TieawareError, UnknownMetricError
-from .metrics import COUNT_FAMILIES, expand_names, parse_metric
+from .metrics import expand_names, parse_metric
 from .outputs import atomic_output, check_outputs, check_utf8_ids
+from .registry import DEFAULT_KS, OBLIVIOUS_ORDERS, TREC_PRINT_ORDER, family
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_ERROR = 0, 1, 2
 OUTPUT_FORMATS = ("table", "tsv", "csv", "json", "trec")
 HPS_MODES = {"none": "none", "logits": "logits", "upcast": "logits", "head": "head"}
 SCORERS = ("bi-encoder", "cross-encoder", "yes-no", "grade")
-# Copies of library constants, so building the parser imports no numpy/pandas/numba/ranx
-# (tests/test_cli_trec_habits.py checks they equal the originals).
-DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)  # comparison.DEFAULT_KS
+# A copy of a library constant, so building the parser imports no numpy/pandas/numba/ranx
+# (tests/test_cli_trec_habits.py checks it equals the original).
 STAT_TESTS = ("student", "fisher", "tukey")  # comparison.STAT_TESTS
-OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures", "sentence_transformers",
-                    "sentence_transformers_reranking", "torchmetrics",
-                    "mteb")  # ranked_lists.OBLIVIOUS_ORDERS
 #: trec_eval's print-only line of the ``all`` block (``-m runid``; in ``official`` too).
 TREC_LINES = ("runid",)
-#: trec_eval's measures in the order it prints them (its ``te_trec_measures`` table), the ones tieaware computes.
-TREC_PRINT_ORDER = ("num_q", "num_ret", "num_rel", "num_rel_ret",
-                    "map", "Rprec", "bpref", "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "map_cut", "success",
-                    "set_P", "set_relative_P", "set_recall", "set_map", "set_F")
-#: trec_eval's base name of a family, without (False) or with (True) a cutoff.
-_TREC_BASE = {("ap", False): "map", ("rprec", False): "Rprec", ("bpref", False): "bpref", ("rr", False): "recip_rank",
-              ("precision", True): "P", ("recall", True): "recall", ("ndcg", False): "ndcg",
-              ("ndcg", True): "ndcg_cut", ("ap", True): "map_cut", ("success", True): "success",
-              ("set_p", False): "set_P", ("set_relative_p", False): "set_relative_P",
-              ("set_recall", False): "set_recall", ("set_map", False): "set_map", ("set_f", False): "set_F",
-              **{(count, False): count for count in COUNT_FAMILIES}}
-#: the counts trec_eval -M N takes over the top N documents
-_AT_DEPTH = ("num_ret", "num_rel_ret")
 
 
 # ------------------------------------------------------------------ helpers
@@ -108,9 +92,9 @@ def _trec_eval_name(name: str, relevance_level: int, max_docs: int | None = None
     is the same metric; else the name as given (``ndcg@10`` keeps ranx's gains, ``hits@10`` has no
     trec_eval measure)."""
     spec = parse_metric(name, relevance_level)
-    if spec.family in _AT_DEPTH and spec.k is not None and spec.k == max_docs:
+    if family(spec.family).trec_depth and spec.k is not None and spec.k == max_docs:
         spec = dataclasses.replace(spec, k=None)
-    base = _TREC_BASE.get((spec.family, spec.k is not None))
+    base = family(spec.family).trec_name(spec.k is not None)
     if base is None:
         return name
     trec_name = base if spec.k is None else f"{base}_{spec.k}"
@@ -125,7 +109,7 @@ def _at_depth(name: str, max_docs: int, relevance_level: int) -> str:
     """``-M N``: ``num_ret`` and ``num_rel_ret`` as trec_eval counts them, over the top N documents
     (``num_rel_ret.N``: Hits@N, tie-aware; `_top_with_ties` may keep more than N); other names as given."""
     spec = parse_metric(name, relevance_level)
-    if spec.family not in _AT_DEPTH or spec.k is not None:
+    if not family(spec.family).trec_depth or spec.k is not None:
         return name
     deep = f"{spec.family}.{max_docs}"
     if parse_metric(deep, relevance_level) != dataclasses.replace(spec, name=deep, k=max_docs):
@@ -170,9 +154,16 @@ def _shared_queries(qrels: dict, run: dict, path, command: str) -> dict:
     extra = [qid for qid in run if qid not in qrels]
     if not extra:
         return run
-    _say(command, "warning", f"run {path}: {len(extra)} of its {len(run)} queries have no qrels and are not "
-         f"evaluated (e.g. {extra[:5]}), as trec_eval does.")
+    _warn_no_qrels(command, path, extra, len(run))
     return {qid: docs for qid, docs in run.items() if qid in qrels}
+
+
+def _warn_no_qrels(command: str, path, extra: list, n_queries: int | None = None) -> None:
+    """The stderr line for a run's queries without qrels (not evaluated, as in trec_eval): how many, of
+    how many when known, and the first few."""
+    of = "" if n_queries is None else f" {n_queries}"
+    _say(command, "warning", f"run {path}: {len(extra)} of its{of} queries have no qrels and are not evaluated "
+         f"(e.g. {extra[:5]}), as trec_eval does.")
 
 
 def _shared_runs(qrels_path, paths: list, command: str) -> tuple:
@@ -302,11 +293,12 @@ def _write_trec(frame, runids: dict, lines: list, relevance_level: int, digits: 
     for run, block in frame.groupby("run", sort=False):
         names = {metric: _trec_eval_name(metric, relevance_level, max_docs)
                  for metric in dict.fromkeys(block["metric"])}
-        first = {}  # one line per trec_eval name, as trec_eval prints a measure once
+        first: dict[str, str] = {}  # one line per trec_eval name, as trec_eval prints a measure once
         for metric, trec_name in names.items():
             first.setdefault(trec_name, metric)
         order = sorted(first, key=_trec_order_key)
-        by_query, means = {}, {}
+        by_query: dict[str, dict[str, float]] = {}
+        means: dict[str, float] = {}
         queries = block["query"].isna() if "query" in block else [True] * len(block)
         for row, is_mean in zip(block.itertuples(index=False), queries):
             (means if is_mean else by_query.setdefault(row.query, {}))[row.metric] = row.expected
@@ -354,12 +346,10 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
                 _say("eval", "warning", str(warning.message))
         except QueryMismatchError as exc:
             if exc.extra:
-                _say("eval", "warning", f"run {path}: {len(exc.extra)} of its queries have no qrels and are not "
-                     f"evaluated (e.g. {exc.extra[:5]}), as trec_eval does.")
+                _warn_no_qrels("eval", path, exc.extra)
             raise QueryMismatchError(exc.missing, []) from None
         if streamed.extra:
-            _say("eval", "warning", f"run {path}: {len(streamed.extra)} of its {streamed.run_queries} queries have "
-                 f"no qrels and are not evaluated (e.g. {streamed.extra[:5]}), as trec_eval does.")
+            _warn_no_qrels("eval", path, streamed.extra, streamed.run_queries)
         return report, streamed.run_tag
     if args.stream and args.max_docs is not None:
         raise InputError("-M reads each run in memory: drop --stream (or cut the run file first).")
@@ -626,11 +616,8 @@ class _ListMetrics(argparse.Action):
         from .metrics import list_metrics
 
         rows = list_metrics()
-        widths = {key: max(len(key), *(len(row[key]) for row in rows)) for key in rows[0]}
-        lines = ["  ".join(key.ljust(widths[key]) for key in rows[0]).rstrip()]
-        lines += ["  ".join(value.ljust(widths[key]) for key, value in row.items()).rstrip() for row in rows]
         try:
-            sys.stdout.write("\n".join(lines) + "\n")
+            sys.stdout.write(plain_table(list(rows[0]), [list(row.values()) for row in rows]) + "\n")
             sys.stdout.flush()
         except BrokenPipeError:  # `tieaware eval --list-metrics | head`
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -644,14 +631,21 @@ _DEFAULT_HELP = ("; default: trec_eval's `official` measures tieaware computes (
                  "it leaves out gm_map and iprec_at_recall")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """The top-level parser; ``subcommands`` maps each command to its parser, for main's usage errors."""
+
+    subcommands: dict[str, argparse.ArgumentParser]
+
+
+def build_parser() -> _Parser:
+    parser = _Parser(
         prog="tieaware", description="Tie-aware retrieval evaluation: E[M], min, max, range, bias and variance "
         "of IR metrics over all orderings of tied scores.")
     parser.add_argument("--version", action="version", version=f"tieaware {__version__}")
     parser.add_argument("--traceback", action="store_true",
                         help="show the Python traceback of an input error too (other errors always show it)")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     parser_class=argparse.ArgumentParser)
     common = _evaluation_options()
 
     ev = commands.add_parser("eval", parents=[common], help="evaluate runs tie-aware",
@@ -673,9 +667,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="table, tsv, csv, json (a list of objects) or trec (trec_eval's layout with E[M])")
     ev.add_argument("--digits", type=_digits, default=4, help="decimals in table and trec output (0-15, default 4)")
     ev.add_argument("--fail-range-above", type=_non_negative, metavar="X",
-                    help="exit 1 when the range of any mean (max - min over tie orders) exceeds X")
+                    help="exit 1 when the range of any mean (of a sum for counts; max - min over tie orders) exceeds X")
     ev.add_argument("--fail-bias-above", type=_non_negative, metavar="X",
-                    help="exit 1 when |bias| of any mean (|oblivious - E[M]|) exceeds X")
+                    help="exit 1 when |bias| of any mean (of a sum for counts; |oblivious - E[M]|) exceeds X")
     ev.add_argument("--stream", nargs="?", type=_positive_int, const=True, default=None, metavar="QUERIES",
                     help="chunks of N whole queries (--stream N); a TREC run is always read chunk by chunk "
                     "(default: 1,000 queries or about 65,536 documents a chunk), so memory grows with the "

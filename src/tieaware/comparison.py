@@ -24,8 +24,8 @@ from .evaluation import evaluate
 from .inputs import file_stem, is_ranx_run, load_qrels, load_run
 from .metrics import metric_keys, parse_metric
 from .outputs import atomic_output
+from .registry import DEFAULT_KS
 from .report import SUMMARY_COLUMNS, EvaluationReport, strict_json
-from .tie_census import DEFAULT_KS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -1,13 +1,14 @@
 """What tieaware shows people: fixed-point numbers, text tables and progress bars, one helper each.
 
 Every table the library prints (reports, the CLI, the pytest plugin, the precision sweep) goes
-through `fixed` and `text_table`, so tiny negative noise never shows as ``-0.0000``; every
-progress bar is `progress`, drawn on stderr only when asked and only on a terminal unless forced.
+through `fixed` and `text_table` (a DataFrame) or `plain_table` (rows of text, tabulate's layout),
+so tiny negative noise never shows as ``-0.0000``; every progress bar is `progress`, drawn on
+stderr only when asked and only on a terminal unless forced.
 """
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -26,6 +27,20 @@ def fixed(value: float, digits: int = DIGITS, width: int = 0) -> str:
 def text_table(frame: pd.DataFrame, digits: int = DIGITS, *, index: bool = True) -> str:
     """A pandas DataFrame as aligned text, floats through `fixed`."""
     return frame.to_string(index=index, float_format=lambda x: fixed(x, digits))
+
+
+def plain_table(headers: Sequence[str], rows: Iterable[Sequence[str]], *,
+                right: Sequence[bool] | None = None) -> str:
+    """Text cells as columns two spaces apart, each left-aligned (right-aligned where ``right`` says so,
+    header included), trailing spaces dropped: tabulate's "plain" format, the cells' text as given (less
+    leading and trailing blanks)."""
+    from tabulate import tabulate
+
+    align = None if right is None else ["right" if r else "left" for r in right]
+    # the header goes in as a row: tabulate widens a column under a header by two spaces
+    text = tabulate([list(headers), *(list(row) for row in rows)], tablefmt="plain", disable_numparse=True,
+                    colalign=align)
+    return "\n".join(line.rstrip() for line in text.splitlines())
 
 
 def progress(items: Iterable[Any] | None = None, *, total: int | None = None, unit: str = "it", desc: str | None = None,

@@ -8,12 +8,13 @@ import warnings
 
 import numpy as np
 
+from .arguments import check_oblivious, is_count, is_finite
 from .errors import InputError, QueryValueError
 from .inputs import QrelsLike, RunLike, is_ranx_qrels, is_ranx_run, load_qrels, load_run, without_identical_ids
-from .kernels.families import Judged, Params, family_stats
+from .kernels.families import Judged, family_stats
 from .metrics import MetricsLike, MetricSpec, metric_keys, parse_metrics
 from .outputs import check_outputs
-from .ranked_lists import OBLIVIOUS_ORDERS, TIE_AVERAGED_NDCG, RankedLists, ranked_lists, tool_order
+from .ranked_lists import TIE_AVERAGED_NDCG, RankedLists, ranked_lists, tool_order
 from .report import EvaluationReport, MetricResult
 from .threads import limited
 
@@ -33,7 +34,7 @@ def judged_lists(lists: RankedLists, order: str = "trec_eval") -> Judged:
 def metric_stats(lists: RankedLists | Judged, spec: MetricSpec, oblivious: str = "trec_eval") -> np.ndarray:
     """Per-query (E, Var, min, max, oblivious) of one metric: array (Q, 5).
 
-    Dispatches on ``spec.family`` (`tieaware.kernels.families.FAMILIES`); a `Judged`
+    Dispatches on ``spec.family`` (`tieaware.registry.FAMILIES`); a `Judged`
     (from `judged_lists`) already carries its tie order, and ``oblivious`` is then ignored.
     """
     if spec.judged_only:
@@ -42,9 +43,7 @@ def metric_stats(lists: RankedLists | Judged, spec: MetricSpec, oblivious: str =
     judged = lists if isinstance(lists, Judged) else judged_lists(lists, tie_order(spec, oblivious))
     if spec.grade_map is not None:
         judged = judged.regraded(dict(spec.grade_map))
-    params = Params(spec.k, float(spec.relevance_level), spec.gain,
-                    None if spec.gain_floor is None else float(spec.gain_floor), float(spec.persistence))
-    return family_stats(spec.family, judged, params)
+    return family_stats(spec.family, judged, spec)
 
 
 def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: bool = True,
@@ -218,12 +217,10 @@ def _with_judged_only(qrels, run, specs: list[MetricSpec], make_comparable: bool
 
 
 def _check_arguments(oblivious, relevance_level, threads) -> None:
-    if oblivious not in OBLIVIOUS_ORDERS:
-        raise InputError(f"oblivious must be one of {OBLIVIOUS_ORDERS}, got {oblivious!r}.")
-    if isinstance(relevance_level, bool) or not isinstance(relevance_level, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(relevance_level):
+    check_oblivious(oblivious)
+    if not is_finite(relevance_level):
         raise InputError(f"relevance_level must be a finite number, got {relevance_level!r}.")
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 0:
+    if not is_count(threads):
         raise InputError(f"threads must be an integer >= 0 (0: all CPUs), got {threads!r}.")
 
 

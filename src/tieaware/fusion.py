@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from .arguments import is_limit
 from .errors import InputError
 from .evaluation import evaluate
 from .report import MetricResult
@@ -104,7 +105,7 @@ def optimize_fusion(qrels: QrelsLike, runs: Sequence[ranx.Run], norm: str | None
 
     if objective not in OBJECTIVES:
         raise InputError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
-    if isinstance(penalty, bool) or not isinstance(penalty, (int, float)) or not penalty >= 0:
+    if not is_limit(penalty):
         raise InputError(f"penalty must be a number >= 0, got {penalty!r}.")
     if not isinstance(metric, str):
         raise InputError(f"optimize_fusion tunes one metric, given by name; got {metric!r}.")

@@ -1,7 +1,7 @@
 """Metric names in the three syntaxes users already type, parsed to `MetricSpec`.
 
 Every name, its syntaxes, cutoff and parameters are declared once, in
-`REGISTRY`; the parser, the "unknown metric" message, `list_metrics` (and
+`tieaware.registry`; the parser, the "unknown metric" message, `list_metrics` (and
 ``tieaware eval --list-metrics``) and the metric table of docs/evaluate.md
 (`markdown_table`) are all generated from it.
 
@@ -22,33 +22,38 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, NoReturn
 
 from .errors import UnknownMetricError
+from .registry import (
+    COUNT_FAMILIES,
+    DCG,
+    FAMILIES,
+    JUDGED_ONLY,
+    NAMES,
+    PERSISTENCE,
+    TREC_DEFAULT_CUTOFFS,
+    TREC_GROUPS,
+    Name,
+)
 
 #: What `parse_metrics` takes: a name, an ir_measures measure object, or a sequence of them.
 MetricsLike = str | Sequence[str] | object
-#: Families whose value depends only on the number of relevant documents in the top k.
-HITS_FAMILIES = ("hits", "precision", "recall", "f1", "rprec")
-#: Families no tie order can move (E = min = max), evaluated beside the others.
-SET_FAMILIES = ("set_p", "set_recall", "set_relative_p", "set_map", "set_f")
-#: trec_eval's counts: summed over queries, not averaged (`MetricSpec.aggregate`).
-COUNT_FAMILIES = ("num_q", "num_ret", "num_rel", "num_rel_ret")
-FAMILIES = HITS_FAMILIES + ("success", "rr", "ap", "dcg", "ndcg", "bpref", "rbp", "err", "judged") + SET_FAMILIES \
-    + COUNT_FAMILIES
 
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """A parsed metric.
+    """A parsed metric; also the parameters its family kernel reads (`tieaware.kernels.families`).
 
     Attributes:
         name: the string the user gave (the key of the result dict).
-        family: one of `FAMILIES`.
+        family: a `tieaware.registry.FAMILIES` key.
         k: rank cutoff, or None for the whole retrieved list.
         relevance_level: judgments >= this are relevant (binary metrics, R, bpref).
-        gain: "binary", "linear" (gain = grade) or "exp" (gain = 2^grade - 1).
+        gain: "binary", "linear" (gain = grade), "exp" (gain = 2^grade - 1) or "scaled" (trec_eval's rbp:
+            grade over the query's top grade).
         gain_floor: grades below this get zero gain; None means every positive grade counts.
         persistence: RBP's p.
         grade_map: ((grade, new grade), ...) applied to the qrels first (ir_measures' nDCG(gains=...));
@@ -72,131 +77,15 @@ class MetricSpec:
 
     @property
     def aggregate(self) -> str:
-        """How per-query values combine over queries: "sum" for the counts (`COUNT_FAMILIES`, as trec_eval
+        """How per-query values combine over queries: "sum" for the counts (as trec_eval
         and ir_measures report them), else "mean"."""
         return "sum" if self.family in COUNT_FAMILIES else "mean"
 
 
-@dataclass(frozen=True)
-class Name:
-    """One name a tool's users type for a measure.
-
-    Attributes:
-        syntax: "ranx", "trec_eval" or "ir_measures".
-        name: the base name (``ndcg``, ``ndcg_cut``, ``nDCG``).
-        family: the `FAMILIES` member it computes.
-        gain: "binary", "linear" or "exp".
-        cutoff: "no", "optional" or "required".
-        params: ir_measures parameters it takes besides the cutoff (``rel``, ``p``).
-        aliases: other base names of the same syntax (ir_measures' ``MAP`` for ``AP``).
-        description: one line for listings.
-    """
-
-    syntax: str
-    name: str
-    family: str
-    gain: str = "binary"
-    cutoff: str = "optional"
-    params: tuple = ("rel",)
-    aliases: tuple = ()
-    description: str = ""
-
-
-#: Every supported name, in every syntax (ranx, trec_eval / pytrec_eval, ir_measures).
-REGISTRY = (
-    Name("ranx", "hits", "hits", description="relevant documents in the top k"),
-    Name("ranx", "hit_rate", "success", description="1 if a relevant document is in the top k"),
-    Name("trec_eval", "success", "success", cutoff="required",
-         description="1 if a relevant document is in the top k"),
-    Name("ir_measures", "Success", "success", cutoff="required",
-         description="1 if a relevant document is in the top k"),
-    Name("ranx", "precision", "precision", description="relevant share of the top k (divides by k)"),
-    Name("trec_eval", "P", "precision", cutoff="required", description="relevant share of the top k (divides by k)"),
-    Name("ir_measures", "P", "precision", cutoff="required", aliases=("Precision",),
-         description="relevant share of the top k (divides by k)"),
-    Name("ranx", "recall", "recall", description="share of the relevant documents in the top k"),
-    Name("trec_eval", "recall", "recall", cutoff="required",
-         description="share of the relevant documents in the top k"),
-    Name("ir_measures", "R", "recall", cutoff="required", aliases=("Recall",),
-         description="share of the relevant documents in the top k"),
-    Name("ranx", "f1", "f1", description="harmonic mean of precision and recall at k"),
-    Name("ranx", "r-precision", "rprec", cutoff="no", description="precision at R, the number of relevant documents"),
-    Name("trec_eval", "Rprec", "rprec", cutoff="no", description="precision at R, the number of relevant documents"),
-    Name("ir_measures", "Rprec", "rprec", cutoff="no", aliases=("RPrec",),
-         description="precision at R, the number of relevant documents"),
-    Name("ranx", "mrr", "rr", description="reciprocal rank of the first relevant document"),
-    Name("trec_eval", "recip_rank", "rr", cutoff="no", description="reciprocal rank of the first relevant document"),
-    Name("ir_measures", "RR", "rr", aliases=("MRR",), description="reciprocal rank of the first relevant document"),
-    Name("ranx", "map", "ap", description="average precision (divides by R)"),
-    Name("trec_eval", "map", "ap", cutoff="no", description="average precision (divides by R)"),
-    Name("trec_eval", "map_cut", "ap", cutoff="required", description="average precision at k (divides by R)"),
-    Name("ir_measures", "AP", "ap", aliases=("MAP",), description="average precision (divides by R)"),
-    Name("ranx", "dcg", "dcg", gain="linear", description="discounted cumulative gain, gain = grade"),
-    Name("ranx", "dcg_burges", "dcg", gain="exp", description="discounted cumulative gain, gain = 2^grade - 1"),
-    Name("ranx", "ndcg", "ndcg", gain="linear", description="normalised DCG, gain = grade"),
-    Name("ranx", "ndcg_burges", "ndcg", gain="exp", description="normalised DCG, gain = 2^grade - 1"),
-    Name("trec_eval", "ndcg", "ndcg", gain="linear", cutoff="no", description="normalised DCG, gain = grade"),
-    Name("trec_eval", "ndcg_cut", "ndcg", gain="linear", cutoff="required", description="normalised DCG at k"),
-    Name("ir_measures", "nDCG", "ndcg", gain="linear", params=("dcg", "gains"), aliases=("NDCG",),
-         description="normalised DCG, gain = grade"),
-    Name("ranx", "bpref", "bpref", cutoff="no", description="binary preference (judged documents only)"),
-    Name("trec_eval", "bpref", "bpref", cutoff="no", description="binary preference (judged documents only)"),
-    Name("ir_measures", "Bpref", "bpref", cutoff="no", aliases=("BPref",),
-         description="binary preference (judged documents only)"),
-    Name("ir_measures", "RBP", "rbp", gain="linear", params=("rel", "p"),
-         description="rank-biased precision (ranx: rbp.95 for p = 0.95)"),
-    Name("trec_eval", "rbp", "rbp", gain="scaled", cutoff="no",
-         description="rank-biased precision, p = 0.9 (rbp.p=0.95); grade / top grade if that exceeds 1"),
-    Name("ir_measures", "ERR", "err", gain="exp", cutoff="required", params=(),
-         description="expected reciprocal rank, R = (2^grade - 1)/16 (gdeval; grades 0-4)"),
-    Name("ir_measures", "Judged", "judged", cutoff="required", params=(),
-         description="share of the top k with a judgment"),
-    Name("trec_eval", "set_P", "set_p", cutoff="no", description="relevant share of the retrieved set"),
-    Name("ir_measures", "SetP", "set_p", cutoff="no", description="relevant share of the retrieved set"),
-    Name("trec_eval", "set_recall", "set_recall", cutoff="no", description="recall of the retrieved set"),
-    Name("ir_measures", "SetR", "set_recall", cutoff="no", description="recall of the retrieved set"),
-    Name("trec_eval", "set_F", "set_f", cutoff="no", description="F1 of the retrieved set"),
-    Name("ir_measures", "SetF", "set_f", cutoff="no", description="F1 of the retrieved set"),
-    Name("trec_eval", "set_map", "set_map", cutoff="no", description="set precision x set recall"),
-    Name("ir_measures", "SetAP", "set_map", cutoff="no", description="set precision x set recall"),
-    Name("trec_eval", "set_relative_P", "set_relative_p", cutoff="no", description="relevant retrieved / min(n, R)"),
-    Name("ir_measures", "SetRelP", "set_relative_p", cutoff="no", description="relevant retrieved / min(n, R)"),
-    Name("trec_eval", "num_q", "num_q", cutoff="no", description="queries evaluated (a sum over queries)"),
-    Name("ir_measures", "NumQ", "num_q", cutoff="no", params=(), description="queries evaluated (a sum over queries)"),
-    Name("trec_eval", "num_ret", "num_ret", description="documents retrieved (.k: in the top k, as -M k); summed"),
-    Name("ir_measures", "NumRet", "num_ret", cutoff="no",
-         description="documents retrieved; NumRet(rel=N): those judged >= N; summed"),
-    Name("trec_eval", "num_rel", "num_rel", cutoff="no", description="relevant documents in the qrels; summed"),
-    Name("ir_measures", "NumRel", "num_rel", cutoff="no", description="relevant documents in the qrels; summed"),
-    Name("trec_eval", "num_rel_ret", "num_rel_ret",
-         description="relevant documents retrieved (.k: in the top k, as -M k); summed"),
-    Name("ir_measures", "NumRelRet", "num_rel_ret", cutoff="no", description="relevant documents retrieved; summed"),
-)
-
-#: trec_eval's default cutoffs of a family named without one (``P`` -> P_5 ... P_1000).
-TREC_DEFAULT_CUTOFFS = {"P": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
-                        "recall": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
-                        "ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
-                        "map_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000), "success": (1, 5, 10)}
-#: trec_eval's measure groups: the members tieaware computes, and those it leaves out (with why).
-TREC_GROUPS = {
-    "official": (["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "P"],
-                 {"gm_map": "the geometric mean over queries of a tie-aware expectation is not tie-aware",
-                  "iprec_at_recall": "interpolated precision has no exact tie-aware expectation here yet"}),
-    "all_trec": (["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "map_cut", "Rprec", "bpref", "recip_rank", "P",
-                  "recall", "ndcg", "ndcg_cut", "success", "rbp", "set_P", "set_recall", "set_F", "set_map",
-                  "set_relative_P"],
-                 {"gm_map, gm_bpref": "the geometric mean over queries of a tie-aware expectation is not tie-aware",
-                  "iprec_at_recall, 11pt_avg, infAP": "no exact tie-aware expectation here yet",
-                  "Rprec_mult, utility, relstring, G, binG, runid, relative_P, ndcg_rel":
-                      "not implemented yet"}),
-}
-
-
-def _table(syntax: str) -> dict:
+def _table(syntax: str) -> dict[str, Name]:
     """{base name or alias: Name} of one syntax."""
     table = {}
-    for entry in REGISTRY:
+    for entry in NAMES:
         if entry.syntax == syntax:
             for name in (entry.name, *entry.aliases):
                 table[name] = entry
@@ -210,7 +99,7 @@ def list_metrics() -> list[dict]:
     """Every supported name: syntax, name (as typed: ``ndcg@k``, ``ndcg_cut.k``, ``nDCG@k``), family,
     aliases and description; what ``tieaware eval --list-metrics`` prints."""
     rows = [{"syntax": e.syntax, "name": _typed(e), "family": e.family, "aliases": ", ".join(e.aliases),
-             "description": e.description} for e in REGISTRY]
+             "description": e.description} for e in NAMES]
     rows.append({"syntax": "ranx", "name": "rbp.P", "family": "rbp", "aliases": "",
                  "description": "rank-biased precision with p = 0.P (rbp.95)"})
     return rows
@@ -226,7 +115,7 @@ def _typed(entry: Name) -> str:
 def markdown_table() -> str:
     """The metric table of docs/evaluate.md: one row per family (and gain), one column per syntax."""
     rows: dict = {}
-    for entry in REGISTRY:
+    for entry in NAMES:
         key = (entry.family, entry.gain)
         row = rows.setdefault(key, {"ranx": [], "trec_eval": [], "ir_measures": [], "description": entry.description})
         aliases = "".join(f", `{alias}`" for alias in entry.aliases)
@@ -244,6 +133,7 @@ def markdown_table() -> str:
 _RANX_RE = re.compile(r"^(?P<base>[a-z_\-0-9]+?)(?:@(?P<k>-?[^-]+))?(?:-l(?P<level>-?\d+))?$")
 _RANX_RBP_RE = re.compile(r"^rbp[.@](?P<p>\d+)(?:-l(?P<level>-?\d+))?$")
 _TREC_RBP_RE = re.compile(r"^rbp(?:[._]p=(?P<p>.*))?$")  # trec_eval 10: rbp, rbp.p=0.95
+_TREC_RBP_P = 0.9  # m_rbp.c's default p
 _TREC_RE = re.compile(r"^(?P<base>[A-Za-z_]+?)(?:[._](?P<k>\d[\d.]*))?$")
 _IRM_RE = re.compile(r"^(?P<base>[A-Za-z]+)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>.+))?$")
 
@@ -251,7 +141,7 @@ _IRM_RE = re.compile(r"^(?P<base>[A-Za-z]+)(?:\((?P<params>[^)]*)\))?(?:@(?P<k>.
 def _supported_names() -> str:
     parts = []
     for syntax in ("ranx", "trec_eval", "ir_measures"):
-        parts.append(f"{syntax}: " + ", ".join(_typed(e) for e in REGISTRY if e.syntax == syntax))
+        parts.append(f"{syntax}: " + ", ".join(_typed(e) for e in NAMES if e.syntax == syntax))
     return ("; ".join(parts) + "; ranx also rbp.95, trec_eval also rbp.p=0.95; suffix -lN (ranx) or (rel=N) "
             "(ir_measures) sets the relevance "
             "level; `tieaware eval --list-metrics` lists them all")
@@ -287,6 +177,18 @@ def _parse_cutoff(text: str | None, name: str, takes: str, syntax: str = "") -> 
 def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
     """Parse one metric name in ranx, trec_eval or ir_measures syntax.
 
+    One parser per syntax, tried in this order; the first that recognises the name reads it (and
+    raises on a bad cutoff or parameter), so a name two syntaxes share is read by the earlier one:
+
+    1. ir_measures' ``judged_only=`` parameter, ``P(judged_only=True)@10``: the rest parsed again;
+    2. ranx's RBP, ``rbp.95`` (p = 0.95, ``-lN`` suffix);
+    3. trec_eval's RBP, ``rbp``, ``rbp.p=0.95``;
+    4. ir_measures, ``nDCG@10``, ``P(rel=2)@10``, ``nDCG(dcg='exp-log2')@10``;
+    5. trec_eval, ``ndcg_cut.10`` or ``ndcg_cut_10``, ``map``;
+    6. ranx, ``ndcg@10``, ``map@100-l2``.
+
+    A name none of them reads is an error saying why (a cutoff missing, not offered, unknown).
+
     Args:
         name: e.g. ``"ndcg@10"``, ``"ndcg_cut.10"`` or ``"nDCG@10"``.
         relevance_level: grades at or above it are relevant, unless the name sets its own.
@@ -300,73 +202,128 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
     if not isinstance(name, str):
         raise UnknownMetricError(f"Metric names are strings, got {name!r} ({type(name).__name__}).")
     text = name.strip()
+    for parse in _PARSERS:
+        spec = parse(name, text, relevance_level)
+        if spec is not None:
+            return spec
+    _reject(name, text)
+
+
+def _parse_judged_only(name: str, text: str, relevance_level: float) -> MetricSpec | None:
+    """ir_measures' ``judged_only=True|False`` (``nDCG(judged_only=True)@10``): the name parsed without
+    it, with `MetricSpec.judged_only` set."""
     found = _JUDGED_ONLY.search(text)
-    if found is not None:
-        return _judged_only_spec(name, text, found, relevance_level)
+    if found is None:
+        return None
+    value = found["value"].strip()
+    if value not in ("True", "False", "1", "0"):
+        raise UnknownMetricError(f"Metric {name!r}: judged_only takes True or False, got {value!r}.")
+    keep = ", " if found["lead"] and found["trail"] else ""
+    spec = parse_metric((text[:found.start()] + keep + text[found.end():]).replace("()", ""), relevance_level)
+    if value in ("False", "0"):
+        return spec.with_name(name)
+    if spec.family not in JUDGED_ONLY_FAMILIES or spec.gain == "exp" or spec.family == "rr" and spec.k is not None \
+            or "(" not in text:
+        raise UnknownMetricError(f"Metric {name!r}: judged_only is an ir_measures parameter of P, R, RR (without a "
+                                 "cutoff), Rprec, AP, nDCG (log2), Success, SetP, SetRelP, SetAP and SetF, as "
+                                 "ir_measures evaluates it.")
+    return dataclasses.replace(spec, name=name, judged_only=True)
 
+
+def _parse_ranx_rbp(name: str, text: str, relevance_level: float) -> MetricSpec | None:
+    """ranx's ``rbp.95`` (p = 0.95): graded, gains below the level (``-lN``) zero, as ranx gives them."""
     m = _RANX_RBP_RE.match(text)
-    if m:
-        level = int(m["level"]) if m["level"] is not None else relevance_level
-        return MetricSpec(name, "rbp", None, level, "linear", level, _persistence(float("0." + m["p"]), name))
+    if m is None:
+        return None
+    level = int(m["level"]) if m["level"] is not None else relevance_level
+    return MetricSpec(name, "rbp", None, level, "linear", level, _persistence(float("0." + m["p"]), name))
 
+
+def _parse_trec_rbp(name: str, text: str, relevance_level: float) -> MetricSpec | None:
+    """trec_eval 10's ``rbp`` (p = 0.9) and ``rbp.p=0.95``: grades scaled by the query's top grade."""
     m = _TREC_RBP_RE.match(text)
-    if m:
-        try:
-            p = 0.9 if m["p"] is None else float(m["p"])  # m_rbp.c's default
-        except ValueError:
-            raise UnknownMetricError(f"Metric {name!r}: rbp's p {m['p']!r} is not a number.") from None
-        return MetricSpec(name, "rbp", None, relevance_level, "scaled", None, _persistence(p, name))
+    if m is None:
+        return None
+    try:
+        p = _TREC_RBP_P if m["p"] is None else float(m["p"])
+    except ValueError:
+        raise UnknownMetricError(f"Metric {name!r}: rbp's p {m['p']!r} is not a number.") from None
+    return MetricSpec(name, "rbp", None, relevance_level, "scaled", None, _persistence(p, name))
 
+
+def _parse_ir_measures(name: str, text: str, relevance_level: float) -> MetricSpec | None:
+    """ir_measures' ``Name(param=value, ...)@k``; a name that needs a cutoff and has neither cutoff nor
+    parameters (``P``) is left to the next parsers."""
     m = _IRM_RE.match(text)
     entry = _IRM.get(m["base"]) if m else None
-    if entry is not None and (m["params"] is not None or m["k"] is not None or entry.cutoff != "required"):
-        grade_map, rest = _grade_map(m["params"] or "", name)
-        params = _parse_irm_params(rest, name)
-        if grade_map is not None:
-            params["gains"] = grade_map
-        misplaced = sorted(set(params) - set(entry.params))
-        if misplaced:
-            takes = list(entry.params) + (["a cutoff @k"] if entry.cutoff != "no" else [])
-            raise UnknownMetricError(f"Metric {name!r}: {entry.name} takes no parameter {', '.join(misplaced)} "
-                                     f"(it takes {', '.join(takes) or 'nothing'}), as in ir_measures.")
-        level = params.pop("rel", None)
-        p = params.pop("p", 0.8)
-        k = _parse_cutoff(m["k"], name, entry.cutoff, "ir_measures")
-        grade_map = params.pop("gains", None)
-        if grade_map is not None:  # ir_measures: the qrels' grades mapped, then nDCG with gain = grade
-            if params.get("dcg", "log2") != "log2":
-                raise UnknownMetricError(f"Metric {name!r}: ir_measures takes gains= only with dcg='log2'.")
-            return MetricSpec(name, entry.family, k, relevance_level, "linear", None, grade_map=grade_map)
-        if params.pop("dcg", "log2") == "exp-log2":  # nDCG(dcg='exp-log2'): gain 2^grade - 1, as gdeval
-            if k is None:
-                raise UnknownMetricError(f"Metric {name!r}: tieaware takes nDCG(dcg='exp-log2') with a cutoff @k "
-                                         "(ir_measures computes it with gdeval, trec_eval's tie order); without "
-                                         "one ir_measures hands it to ranx, whose order there tieaware does not "
-                                         "reproduce: use ranx's ndcg_burges.")
-            return MetricSpec(name, entry.family, k, relevance_level, "exp", None)
-        if entry.family == "rbp":
-            if level is not None:  # ir_measures: RBP(rel=N) is binary at level N
-                return MetricSpec(name, "rbp", k, level, "binary", None, p)
-            return MetricSpec(name, "rbp", k, relevance_level, "linear", None, p)
-        family = "num_rel_ret" if entry.family == "num_ret" and level is not None else entry.family  # NumRet(rel=N)
-        return MetricSpec(name, family, k, relevance_level if level is None else level, entry.gain, None)
+    if m is None or entry is None or m["params"] is None and m["k"] is None and entry.cutoff == "required":
+        return None
+    params = _irm_params(entry, m["params"] or "", name)
+    k = _parse_cutoff(m["k"], name, entry.cutoff, "ir_measures")
+    level = params.get("rel")
+    if "gains" in params:  # ir_measures: the qrels' grades mapped, then nDCG with gain = grade
+        if params.get("dcg", DCG.default) != "log2":
+            raise UnknownMetricError(f"Metric {name!r}: ir_measures takes gains= only with dcg='log2'.")
+        return MetricSpec(name, entry.family, k, relevance_level, "linear", None, grade_map=params["gains"])
+    if params.get("dcg") == "exp-log2":  # nDCG(dcg='exp-log2'): gain 2^grade - 1, as gdeval
+        if k is None:
+            raise UnknownMetricError(f"Metric {name!r}: tieaware takes nDCG(dcg='exp-log2') with a cutoff @k "
+                                     "(ir_measures computes it with gdeval, trec_eval's tie order); without "
+                                     "one ir_measures hands it to ranx, whose order there tieaware does not "
+                                     "reproduce: use ranx's ndcg_burges.")
+        return MetricSpec(name, entry.family, k, relevance_level, "exp", None)
+    if entry.family == "rbp":  # ir_measures: RBP(rel=N) is binary at level N, plain RBP graded
+        p = params.get("p", PERSISTENCE.default)
+        if level is not None:
+            return MetricSpec(name, "rbp", k, level, "binary", None, p)
+        return MetricSpec(name, "rbp", k, relevance_level, "linear", None, p)
+    family = "num_rel_ret" if entry.family == "num_ret" and level is not None else entry.family  # NumRet(rel=N)
+    return MetricSpec(name, family, k, relevance_level if level is None else level, entry.gain, None)
 
+
+def _irm_params(entry: Name, text: str, name: str) -> dict[str, Any]:
+    """The parameters of an ir_measures name, each one its measure declares (`Name.params`)."""
+    grade_map, rest = _grade_map(text, name)
+    params = _parse_irm_params(rest, name)
+    if grade_map is not None:
+        params["gains"] = grade_map
+    misplaced = sorted(set(params) - set(entry.param_names))
+    if misplaced:
+        takes = list(entry.param_names) + (["a cutoff @k"] if entry.cutoff != "no" else [])
+        raise UnknownMetricError(f"Metric {name!r}: {entry.name} takes no parameter {', '.join(misplaced)} "
+                                 f"(it takes {', '.join(takes) or 'nothing'}), as in ir_measures.")
+    return params
+
+
+def _parse_trec_eval(name: str, text: str, relevance_level: float) -> MetricSpec | None:
+    """trec_eval's ``name``, ``name.k`` or pytrec_eval's ``name_k``; a name without its required cutoff
+    (``P``) or with a cutoff it does not take is left to the next parser."""
     m = _TREC_RE.match(text)
     entry = _TREC.get(m["base"]) if m else None
-    if entry is not None and (m["k"] is not None or entry.cutoff != "required"):
-        if m["k"] is not None and entry.cutoff != "no":
-            k = _parse_cutoff(m["k"], name, entry.cutoff, "trec_eval")
-            return MetricSpec(name, entry.family, k, relevance_level, entry.gain, None)
-        if m["k"] is None:
-            return MetricSpec(name, entry.family, None, relevance_level, entry.gain, None)
+    if m is None or entry is None or entry.cutoff == ("required" if m["k"] is None else "no"):
+        return None
+    k = _parse_cutoff(m["k"], name, entry.cutoff, "trec_eval")
+    return MetricSpec(name, entry.family, k, relevance_level, entry.gain, None)
 
+
+def _parse_ranx(name: str, text: str, relevance_level: float) -> MetricSpec | None:
+    """ranx's ``name``, ``name@k``, with ``-lN`` for the level: gains below it zero, as ranx gives them."""
     m = _RANX_RE.match(text)
     entry = _RANX.get(m["base"]) if m else None
-    if entry is not None:
-        level = int(m["level"]) if m["level"] is not None else relevance_level
-        k = _parse_cutoff(m["k"], name, entry.cutoff, "ranx")
-        return MetricSpec(name, entry.family, k, level, entry.gain, level if entry.gain != "binary" else None)
+    if m is None or entry is None:
+        return None
+    level = int(m["level"]) if m["level"] is not None else relevance_level
+    k = _parse_cutoff(m["k"], name, entry.cutoff, "ranx")
+    return MetricSpec(name, entry.family, k, level, entry.gain, level if entry.gain != "binary" else None)
 
+
+#: the parsers `parse_metric` tries, in its documented order
+_PARSERS: tuple[Callable[[str, str, float], MetricSpec | None], ...] = (
+    _parse_judged_only, _parse_ranx_rbp, _parse_trec_rbp, _parse_ir_measures, _parse_trec_eval, _parse_ranx)
+
+
+def _reject(name: str, text: str) -> NoReturn:
+    """Why no parser reads a name: a cutoff missing, trec_eval's gain pairs, not offered, or unknown."""
     for table in (_TREC, _IRM):
         if text in table and table[text].cutoff == "required":
             _parse_cutoff(None, name, "required")
@@ -400,8 +357,8 @@ def _grade_map(text: str, name: str) -> tuple[tuple | None, str]:
     return tuple(sorted(pairs.items())), text[:found.start()] + text[found.end():]
 
 
-def _parse_irm_params(text: str, name: str) -> dict:
-    params = {}
+def _parse_irm_params(text: str, name: str) -> dict[str, Any]:
+    params: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = part.partition("=")
         if not sep:
@@ -416,9 +373,9 @@ def _parse_irm_params(text: str, name: str) -> dict:
                                      f"got {value.strip()!r}.")
         if key.strip() == "dcg":
             params["dcg"] = value.strip().strip("'\"")
-            if params["dcg"] not in _DCG_CHOICES:
+            if params["dcg"] not in DCG.choices:
                 raise UnknownMetricError(f"Metric {name!r}: dcg={value.strip()} is not one of ir_measures' "
-                                         f"{', '.join(map(repr, _DCG_CHOICES))}.")
+                                         f"{', '.join(map(repr, DCG.choices))}.")
             continue
         try:
             params[key.strip()] = int(value) if key.strip() == "rel" else float(value)
@@ -449,30 +406,10 @@ NOT_OFFERED = {
 _UNSUPPORTED_IRM_PARAMS = ("beta",)
 _JUDGED_ONLY = re.compile(r"(?P<lead>,\s*)?\bjudged_only\s*=\s*(?P<value>[^,)]*)(?P<trail>\s*,)?")
 #: families that take ir_measures' judged_only (those its pytrec_eval provider evaluates with trec_eval -J)
-JUDGED_ONLY_FAMILIES = ("precision", "rr", "rprec", "ap", "ndcg", "recall", "success", "set_p", "set_relative_p",
-                        "set_map", "set_f")
+JUDGED_ONLY_FAMILIES = tuple(f.name for f in FAMILIES.values() if any(JUDGED_ONLY in n.params for n in f.names))
 
 
-def _judged_only_spec(name: str, text: str, found: re.Match, relevance_level: float) -> MetricSpec:
-    """ir_measures' ``judged_only=True|False`` (``nDCG(judged_only=True)@10``): the name parsed without
-    it, with `MetricSpec.judged_only` set."""
-    value = found["value"].strip()
-    if value not in ("True", "False", "1", "0"):
-        raise UnknownMetricError(f"Metric {name!r}: judged_only takes True or False, got {value!r}.")
-    keep = ", " if found["lead"] and found["trail"] else ""
-    rest = (text[:found.start()] + keep + text[found.end():]).replace("()", "")
-    spec = parse_metric(rest, relevance_level)
-    if value in ("False", "0"):
-        return spec.with_name(name)
-    if spec.family not in JUDGED_ONLY_FAMILIES or spec.gain == "exp" or spec.family == "rr" and spec.k is not None \
-            or "(" not in text:
-        raise UnknownMetricError(f"Metric {name!r}: judged_only is an ir_measures parameter of P, R, RR (without a "
-                                 "cutoff), Rprec, AP, nDCG (log2), Success, SetP, SetRelP, SetAP and SetF, as "
-                                 "ir_measures evaluates it.")
-    return dataclasses.replace(spec, name=name, judged_only=True)
 _GAINS = re.compile(r"\bgains\s*=\s*\{(?P<pairs>[^}]*)\}")
-#: ir_measures nDCG's dcg= choices: log2 (gain = grade, the default) and exp-log2 (gain = 2^grade - 1)
-_DCG_CHOICES = ("log2", "exp-log2")
 _CUTOFF_LIST = re.compile(r"(?P<base>[A-Za-z_]+[._])(?P<ks>\d+(?:,\d+)+)")
 
 
@@ -511,17 +448,22 @@ def _expand_one(name: str) -> list[str]:
     listed = _CUTOFF_LIST.fullmatch(name)
     if listed:
         return [listed["base"] + k for k in listed["ks"].split(",")]
-    if name in ("P", "ndcg_cut", "map_cut", "success"):
-        return [f"{name}_{k}" for k in TREC_DEFAULT_CUTOFFS[name]]
+    if name in TREC_DEFAULT_CUTOFFS and name not in _RANX:  # ranx reads a bare "recall": the whole list
+        return _default_cutoffs(name)
     if name in TREC_GROUPS:
         import warnings
 
         members, left_out = TREC_GROUPS[name]
         warnings.warn(f"trec_eval's {name!r} measures that tieaware does not compute were left out: "
                       + "; ".join(f"{names} ({why})" for names, why in left_out.items()), UserWarning, stacklevel=4)
-        return [n for member in members for n in (_expand_one(member) if member != "recall" else
-                                                   [f"recall_{k}" for k in TREC_DEFAULT_CUTOFFS["recall"]])]
+        return [n for member in members
+                for n in (_default_cutoffs(member) if member in TREC_DEFAULT_CUTOFFS else [member])]
     return [name]
+
+
+def _default_cutoffs(name: str) -> list[str]:
+    """trec_eval's family ``name`` at its default cutoffs, named as pytrec_eval keys them (``P_5``)."""
+    return [f"{name}_{k}" for k in TREC_DEFAULT_CUTOFFS[name]]
 
 
 def parse_metrics(metrics, relevance_level: float = 1) -> list[MetricSpec]:

@@ -37,10 +37,8 @@ from .errors import InputError, QueryMismatchError
 from .inputs import _is_dataframe, is_ranx_qrels, is_ranx_run, load_qrels, load_run, string_keys
 from .kernels.groups import SEED, argsort_segments, group_slots, read_chunk, scratch
 from .kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambiguous_groups, ranx_ranks
+from .registry import family
 
-#: the tools whose tie order `evaluate(..., oblivious=...)` reproduces
-OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures", "sentence_transformers",
-                    "sentence_transformers_reranking", "torchmetrics", "mteb")
 #: the orders inside a tie group that `RankedLists.tool_rank` computes ("ir_measures" and "torchmetrics"
 #: pick one per metric, `tool_order`); "torch_topk@k" (k a cutoff) is one more, per k
 TIE_ORDERS = ("trec_eval", "ranx", "input", "docid_ascending", "torch_argsort", "torch_topk",
@@ -52,20 +50,16 @@ TIE_AVERAGED_NDCG = ("torchmetrics", "sentence_transformers_reranking")
 CHUNK_DOCS = 1 << 16
 
 
-def ir_measures_order(family: str, k: int | None) -> str:
+def ir_measures_order(name: str, k: int | None) -> str:
     """The tie order ir_measures' default pipeline (ir_measures 0.3-0.4) applies to a metric family.
 
     It hands each measure to the first provider that supports it: pytrec_eval (trec_eval's
     order: score desc, doc id desc) for most; its msmarco provider for RR with a cutoff and its
     judged provider for Judged@k, both sorting by (-score, doc id): doc id ascending; cwl_eval
     for RBP, a stable sort by score: input order; gdeval for ERR@k and nDCG(dcg='exp-log2')@k,
-    trec_eval's order.
+    trec_eval's order. Each family's is in its `tieaware.registry.Family`.
     """
-    if family == "judged" or family == "rr" and k is not None:
-        return "docid_ascending"
-    if family == "rbp":
-        return "input"
-    return "trec_eval"
+    return family(name).tie_order_of_ir_measures(k)
 
 
 def torchmetrics_order(family: str, k: int | None) -> str:

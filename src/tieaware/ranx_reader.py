@@ -42,13 +42,6 @@ import copy
 
 import numpy as np
 from numba import types
-from numba.cpython.unicode import (
-    PY_UNICODE_1BYTE_KIND,
-    PY_UNICODE_2BYTE_KIND,
-    PY_UNICODE_4BYTE_KIND,
-    _empty_string,
-    _set_code_point,
-)
 from numba.extending import overload
 from numba.typed import List
 
@@ -56,6 +49,13 @@ from . import threads
 from .errors import InputError
 from .kernels import kernel
 from .kernels.groups import ODD, code_at, fold, id_hash, mix64, query_groups
+from .kernels.numba_compat import (
+    PY_UNICODE_1BYTE_KIND,
+    PY_UNICODE_2BYTE_KIND,
+    PY_UNICODE_4BYTE_KIND,
+    empty_string,
+    set_code_point,
+)
 
 
 class ChangedWhileReadError(InputError):
@@ -179,9 +179,9 @@ def typed_keys(codes, ends):
             kind = PY_UNICODE_2BYTE_KIND
         else:
             kind = PY_UNICODE_4BYTE_KIND
-        key = _empty_string(kind, ends[i] - start, 1 if widest < 128 else 0)
+        key = empty_string(kind, ends[i] - start, 1 if widest < 128 else 0)
         for c in range(start, ends[i]):
-            _set_code_point(key, c - start, codes[c])
+            set_code_point(key, c - start, codes[c])
         keys.append(key)
         start = ends[i]
     return keys

@@ -31,6 +31,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from .arguments import is_count
 from .errors import InputError, QueryMismatchError
 from .inputs import FORMAT_NAMES, file_format, is_ranx_qrels, load_qrels, put_value
 from .metrics import parse_metric, parse_metrics
@@ -137,7 +138,7 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
         raise InputError(f"stream=True reads a TREC run file; got a {type(run).__name__} (evaluate it in memory).")
     chunk_docs = CHUNK_DOCS if chunk_queries is None else None
     chunk_queries = CHUNK_QUERIES if chunk_queries is None else chunk_queries
-    if isinstance(chunk_queries, bool) or not isinstance(chunk_queries, int) or chunk_queries <= 0:
+    if not is_count(chunk_queries, 1):
         raise InputError(f"stream must be True or a positive number of queries per chunk, got {chunk_queries!r}.")
     source = TrecFile(run, "run")
     path = source.path

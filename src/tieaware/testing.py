@@ -6,8 +6,9 @@
         assert_tie_stable(qrels, run, ["ndcg@10", "mrr@10"], max_range=0.01, max_abs_bias=0.005)
 
 Limits are a number for every metric or a ``{metric: number}`` mapping; a limit left out is not
-checked. The pytest plugin (fixture ``tie_check``) wraps these helpers and adds markers, options,
-baselines and a report.
+checked. They apply to each metric's aggregate over queries (`MetricResult.aggregate`): the mean,
+or the sum for trec_eval's counts (``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``). The pytest plugin
+(fixture ``tie_check``) wraps these helpers and adds markers, options, baselines and a report.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
+from .arguments import is_limit
 from .check_observers import notify, observe_checks
 from .display import text_table
 from .errors import InputError
@@ -35,7 +37,7 @@ Limit = float | Mapping[Any, float] | None
 #: Limit keyword -> (statistic it bounds, how the message names it).
 LIMITS = {"max_range": ("range", "range"), "max_abs_bias": ("bias", "|bias|"), "max_std": ("tie_std", "tie_std")}
 WORST_QUERIES = 5
-#: Slack on every limit, for float round-off in means over queries (``max_abs_bias=0`` must hold
+#: Slack on every limit, for float round-off in aggregates over queries (``max_abs_bias=0`` must hold
 #: on a run whose ties cannot matter).
 ROUNDOFF = 1e-12
 
@@ -112,9 +114,10 @@ def check_tie_stability(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, *,
     Args:
         qrels, run, metrics, oblivious, relevance_level, make_comparable: as `tieaware.evaluate`
             (names that expand, such as ``P.5,10`` or ``official``, are checked one by one).
-        max_range: largest allowed ``max - min`` of the mean (what tie order alone can do).
+        max_range: largest allowed ``max - min`` of the aggregate over queries, the mean (the sum for
+            trec_eval's counts, ``num_rel_ret.10`` ...): what tie order alone can do.
         max_abs_bias: largest allowed ``|oblivious - expected|`` (how far the tool's number is off).
-        max_std: largest allowed ``tie_std``, the standard deviation of the mean over tie orderings.
+        max_std: largest allowed ``tie_std``, the standard deviation of that aggregate over tie orderings.
             Each limit is a number >= 0, a ``{metric: number}`` mapping (keyed by names or measure
             objects as ``metrics`` takes them), or None or ``math.inf`` (not checked).
         dtype: a label for reports (e.g. ``"bf16"`` or ``torch.bfloat16``); not used in the check.
@@ -135,7 +138,8 @@ def check_tie_stability(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, *,
             statistic, label = LIMITS[key]
             value = abs(getattr(result, statistic))
             if value > bound + ROUNDOFF:
-                violations[name].append(f"{label} {value:.6g} > {bound:g}")
+                of = " (of the sum over queries)" if result.aggregate == "sum" else ""
+                violations[name].append(f"{label}{of} {value:.6g} > {bound:g}")
     stability = TieStability(results, limits, violations, None if dtype is None else str(dtype).removeprefix("torch."))
     notify(stability)
     return stability
@@ -188,7 +192,7 @@ def _limits_of(metric: str, given: dict[str, Limit], metrics: list[str]) -> dict
             limit = limit.get(metric)
         if limit is None:
             continue
-        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or math.isnan(limit) or limit < 0:
+        if not is_limit(limit):
             raise InputError(f"{key} for {metric!r} must be a number >= 0, got {limit!r}")
         if limit != math.inf:  # an infinite limit switches the check off
             limits[key] = float(limit)

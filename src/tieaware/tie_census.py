@@ -2,20 +2,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from .arguments import is_count
 from .errors import InputError
 from .kernels.census import census_table
 from .ranked_lists import run_scores
+from .registry import DEFAULT_KS
 
 if TYPE_CHECKING:
     from .inputs import RunLike
-
-#: Cutoffs of the tie census and of metric@k curves (`tieaware.comparison.compare_at_k`) unless given.
-DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)
 
 
 def census(run: RunLike, ks: int | Iterable[int] = DEFAULT_KS) -> pd.DataFrame:
@@ -42,11 +41,10 @@ def census(run: RunLike, ks: int | Iterable[int] = DEFAULT_KS) -> pd.DataFrame:
         >>> table["straddling_share"].tolist(), table["largest_group"].tolist()
         ([1.0, 0.0], [2, 2])
     """
-    given: list[object] = [ks] if isinstance(ks, int) or np.isscalar(ks) else list(ks)
-    positive = [int(k) for k in given if isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k > 0]
-    if not given or len(positive) < len(given):
+    given: list[Any] = [ks] if isinstance(ks, int) or np.isscalar(ks) else list(ks)
+    if not given or not all(is_count(k, 1) for k in given):
         raise InputError(f"census cutoffs must be positive integers, got {given}.")
-    cutoffs = np.asarray(sorted(set(positive)), np.int64)
+    cutoffs = np.asarray(sorted({int(k) for k in given}), np.int64)
     query_ids, offsets, scores = run_scores(run)
     if np.isnan(scores).any():
         q = int(np.searchsorted(offsets, np.flatnonzero(np.isnan(scores))[0], side="right") - 1)

@@ -23,14 +23,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any, TextIO
 
-#: one metric per kernel family (`tieaware.kernels.families.FAMILIES`), several gains where they exist
-FAMILY_METRICS = {
-    "hits": "hits@2", "precision": "precision@2", "recall": "recall@2", "f1": "f1@2", "rprec": "r-precision",
-    "success": "hit_rate@2", "rr": "mrr@2", "ap": "map@3", "dcg": "dcg_burges@3", "ndcg": "ndcg@3",
-    "rbp": "rbp.8", "err": "ERR@3", "bpref": "bpref", "judged": "Judged@2", "set_p": "set_P",
-    "set_recall": "set_recall", "set_f": "set_F", "set_map": "set_map", "set_relative_p": "set_relative_P",
-    "num_q": "num_q", "num_ret": "num_ret", "num_rel": "num_rel", "num_rel_ret": "num_rel_ret",
-}
+from .registry import FAMILIES
 
 # tiny, but with every case a kernel branches on: ties mixing relevant, non-relevant, negative and
 # unjudged documents, a relevant document never retrieved, a query without ties
@@ -42,7 +35,7 @@ _RUN = {"q1": {"d6": 1.0, "d1": 0.5, "d2": 0.5, "d3": 0.5, "d4": 0.25, "d5": 0.2
 
 def _dispatchers() -> list[Any]:
     """Every jitted function of `tieaware.kernels`."""
-    from numba.core.dispatcher import Dispatcher
+    from .kernels.numba_compat import Dispatcher
 
     kernels = import_module("tieaware.kernels")
     found: list[Any] = []
@@ -83,7 +76,7 @@ def _read_a_trec_file() -> None:
 def warmup(verbose: bool = True, file: TextIO | None = None) -> dict[str, Any]:
     """Compile, or load from numba's cache, every kernel `evaluate` and `census` use.
 
-    Evaluates one metric of every family (`FAMILY_METRICS`) on a tiny synthetic
+    Evaluates one metric of every family (`tieaware.registry.Family.warmup`) on a tiny synthetic
     qrels/run with each oblivious order (trec_eval, ranx, input, ir_measures), and a tie
     census; prints each step and its time.
 
@@ -128,9 +121,8 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict[str, Any]:
     step("tie groups, trec_eval's tie order",
          lambda: modules["ranked_lists"].ranked_lists(_QRELS, _RUN).tool_rank("trec_eval"))
     by_module: dict[str, list[str]] = {}
-    families = import_module("tieaware.kernels.families").FAMILIES
-    for family, metric in FAMILY_METRICS.items():
-        by_module.setdefault(families[family].__module__.rsplit(".", 1)[-1], []).append(metric)
+    for family in FAMILIES.values():
+        by_module.setdefault(family.kernel_module.rsplit(".", 1)[-1], []).append(family.warmup)
     for module, metrics in by_module.items():
         step(f"{module} family: {', '.join(metrics)}", functools.partial(evaluate, _QRELS, _RUN, metrics))
     for order, label in (("ranx", "ranx's tie order"), ("input", "input order")):

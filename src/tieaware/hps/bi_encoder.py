@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from numpy.typing import ArrayLike
 
+from ..arguments import is_count
 from ..errors import InputError
 from ._common import (
     DEFAULT_HPS,
@@ -78,8 +79,7 @@ class BiEncoder(Scorer):
             if scheme in BINARY_SCHEMES:
                 raise InputError(f"calibration ranges apply to int8/uint8, not to quantize={scheme!r}")
             ranges = check_ranges(ranges)
-        if rescore_k is not None and (isinstance(rescore_k, bool) or not isinstance(rescore_k, (int, np.integer))
-                                      or rescore_k < 1):
+        if rescore_k is not None and not is_count(rescore_k, 1):
             raise InputError(f"rescore_k must be a positive integer, got {rescore_k!r}")
         super().__init__(model, tokenizer, hps=hps if scheme is None else True, **kwargs)
         self.hps, self.mode = hps, mode or self.mode
@@ -144,7 +144,7 @@ class BiEncoder(Scorer):
                      rescore_k: int | None = None) -> dict[str, ranx.Run]:
         """`search` in several modes (precision modes, quantized modes such as 'binary+rescore') from one
         encoding of queries and corpus per precision -> {mode: Run} (what `sweep` uses)."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        if not is_count(k, 1):
             raise InputError(f"k must be >= 1, got {k}")
         quantized = {mode: parsed for mode in modes if (parsed := parse_mode(mode)) is not None}
         depth = {mode: self._rescore_depth(k, rescore_k) for mode, (_, rescore) in quantized.items() if rescore}

@@ -12,6 +12,7 @@ import numpy as np
 import ranx
 import torch
 
+from ..arguments import is_number
 from ..errors import InputError, InputTypeError, MissingFileError
 from ._common import ModelLike, build_run, report_ties
 from .yes_no import DEFAULT_INSTRUCTION, PromptReranker
@@ -208,8 +209,7 @@ def run_from_logprobs(records: Mapping[str, Mapping[str, Mapping[str, float]]] |
             if not isinstance(tokens, Mapping):
                 raise InputTypeError(f"query {qid!r}, doc {docid!r}: expected {{token: logprob}}")
             for token, logprob in tokens.items():
-                if isinstance(logprob, bool) or not isinstance(logprob, (int, float, np.floating, np.integer)) \
-                        or np.isnan(logprob) or logprob == np.inf:
+                if not is_number(logprob) or np.isnan(logprob) or logprob == np.inf:
                     raise InputError(f"query {qid!r}, doc {docid!r}: log-prob of {token!r} is {logprob!r}")
                 if logprob > 0:
                     raise InputError(f"query {qid!r}, doc {docid!r}: log-prob of {token!r} is {logprob!r}: above 0, "

@@ -18,7 +18,7 @@ import torch
 
 from ..display import text_table
 from ..errors import InputError
-from ..tie_census import DEFAULT_KS
+from ..registry import DEFAULT_KS
 from ._common import DTYPE_NAMES, MODE_SUFFIX, CandidatesLike, ModelLike, Scorer, parse_dtype, resolve_device
 from .quantize import SCHEMES, parse_mode
 

@@ -58,10 +58,11 @@ import ir_measures
 from ir_measures.measures import Measure, ParamInfo
 from ir_measures.measures.base import MeanAgg, SumAgg
 
+from ..arguments import check_oblivious
 from ..errors import InputError, InputTypeError
 from ..evaluation import evaluate
 from ..metrics import parse_metric
-from ..ranked_lists import OBLIVIOUS_ORDERS
+from ..registry import OBLIVIOUS_ORDERS
 from ..report import MetricResult
 
 if TYPE_CHECKING:
@@ -109,8 +110,7 @@ class TieAwareMeasure(Measure):
         elif not isinstance(measure, Measure):
             raise InputTypeError(f"{type(self).__name__}() wraps an ir_measures measure such as nDCG@10 or a "
                                  f"metric name such as 'ndcg_cut_10', got {measure!r}.")
-        if params.get("oblivious", "ir_measures") not in OBLIVIOUS_ORDERS:
-            raise InputError(f"oblivious must be one of {OBLIVIOUS_ORDERS}, got {params['oblivious']!r}.")
+        check_oblivious(params.get("oblivious", "ir_measures"))
         parse_metric(str(measure))  # an UnknownMetricError now, not inside ir_measures' pipeline later
         super().__init__(measure=measure, **params)  # type: ignore[no-untyped-call]  # ir_measures: unannotated
 

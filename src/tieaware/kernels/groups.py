@@ -35,11 +35,10 @@ import secrets
 
 import numpy as np
 from numba import types
-from numba.cpython.charseq import unicode_charseq_get_code
-from numba.cpython.unicode import _get_code_point
 from numba.extending import overload
 
 from . import INNER, kernel
+from .numba_compat import get_code_point, unicode_charseq_get_code
 
 # the id hashes' seed, drawn per process so that ids cannot be built in advance to collide in the
 # cache check; kernels take it as an argument (numba would freeze a global into its disk cache)
@@ -70,7 +69,7 @@ def _code_at_impl(text, index):
     if isinstance(text, types.UnicodeCharSeq):
         return lambda text, index: unicode_charseq_get_code(text, index)
     if isinstance(text, types.UnicodeType):
-        return lambda text, index: _get_code_point(text, index)
+        return lambda text, index: get_code_point(text, index)
     return None
 
 

@@ -27,52 +27,21 @@ Formulas with derivations: `docs/formulas.md`.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from . import ap, bpref, counts, dcg, err, hits, judged, rbp, rr, sets, success
-from .common import Judged, Params
-
-#: family name (`tieaware.metrics.FAMILIES`) -> function(judged, params) -> (Q, 5) array of
-#: expected, variance, min, max, oblivious
-FAMILIES: dict[str, Callable[[Judged, Params], np.ndarray]] = {
-    "hits": hits.hits,
-    "precision": hits.precision,
-    "recall": hits.recall,
-    "f1": hits.f1,
-    "rprec": hits.rprec,
-    "success": success.success,
-    "rr": rr.rr,
-    "ap": ap.ap,
-    "dcg": dcg.dcg,
-    "ndcg": dcg.ndcg,
-    "rbp": rbp.rbp,
-    "err": err.err,
-    "bpref": bpref.bpref,
-    "judged": judged.judged,
-    "set_p": sets.set_measure("p"),
-    "set_recall": sets.set_measure("recall"),
-    "set_relative_p": sets.set_measure("relative_p"),
-    "set_map": sets.set_measure("map"),
-    "set_f": sets.set_measure("f"),
-    "num_q": counts.num_q,
-    "num_ret": counts.num_ret,
-    "num_rel": counts.num_rel,
-    "num_rel_ret": counts.num_rel_ret,
-}
+from ...metrics import MetricSpec
+from ...registry import family
+from .common import Judged
 
 
-def family_stats(family: str, judged: Judged, params: Params) -> np.ndarray:
-    """Per query (expected, variance, min, max, oblivious) of one metric: array (Q, 5).
+def family_stats(name: str, judged: Judged, spec: MetricSpec) -> np.ndarray:
+    """Per query (expected, variance, min, max, oblivious) of one metric: array (Q, 5), by the kernel
+    the family's `tieaware.registry.Family` names.
 
     Raises:
-        ValueError: `family` is not one of `FAMILIES`.
+        ValueError: `name` is not a family of `tieaware.registry.FAMILIES`.
     """
-    stats = FAMILIES.get(family)
-    if stats is None:
-        raise ValueError(f"unknown metric family {family!r}; known: {', '.join(FAMILIES)}")
-    return stats(judged, params)
+    return family(name).stats()(judged, spec)
 
 
-__all__ = ["FAMILIES", "Judged", "Params", "family_stats"]
+__all__ = ["Judged", "family_stats"]

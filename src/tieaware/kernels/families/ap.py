@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...metrics import MetricSpec
 from .. import INNER, kernel
-from .common import Judged, Params, all_orders, count_relevant, inverse, scaled, top_slots
+from .common import Judged, all_orders, count_relevant, inverse, scaled, top_slots
 
 
 @kernel(**INNER)
@@ -96,9 +97,9 @@ def ap_moments(count, offsets, above, size, end, relevant, cutoff, work, out):
         out[q, 1] = variance
 
 
-def ap(judged: Judged, p: Params) -> np.ndarray:
+def ap(judged: Judged, p: MetricSpec) -> np.ndarray:
     """AP@k (MAP is its mean), divided by R as trec_eval. Returns (Q, 5): expected, variance, min,
     max, oblivious."""
     work = np.empty((3, judged.largest_group + 2))
-    stats = all_orders(ap_moments, judged, judged.relevant(p.level), judged.cutoffs(p.k), work)
-    return scaled(stats, inverse(judged.n_relevant(p.level)))
+    stats = all_orders(ap_moments, judged, judged.relevant(p.relevance_level), judged.cutoffs(p.k), work)
+    return scaled(stats, inverse(judged.n_relevant(p.relevance_level)))

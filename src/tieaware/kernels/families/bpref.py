@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...metrics import MetricSpec
 from .. import INNER, kernel
-from .common import Judged, Params, all_orders, inverse, scaled
+from .common import Judged, all_orders, inverse, scaled
 
 
 @kernel(**INNER)
@@ -121,10 +122,10 @@ def bpref_moments(count, offsets, above, size, end, rel, level, n_rel, n_nonrel,
         out[q, 1] = variance
 
 
-def bpref(judged: Judged, p: Params) -> np.ndarray:
+def bpref(judged: Judged, p: MetricSpec) -> np.ndarray:
     """bpref (no cutoff). Returns (Q, 5): expected, variance, min, max, oblivious."""
-    n_rel = judged.n_relevant(p.level)
+    n_rel = judged.n_relevant(p.relevance_level)
     work = np.empty((6, judged.largest_group + 1))
-    stats = all_orders(bpref_moments, judged, judged.in_orders(judged.mem_rel), float(p.level), n_rel,
-                       judged.n_nonrelevant(p.level), work)
+    stats = all_orders(bpref_moments, judged, judged.in_orders(judged.mem_rel), float(p.relevance_level), n_rel,
+                       judged.n_nonrelevant(p.relevance_level), work)
     return scaled(stats, inverse(n_rel))

@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...metrics import MetricSpec
 from .. import INNER, kernel
 from ..groups import argsort_segments, group_slots
 
@@ -48,21 +49,6 @@ class Groups(NamedTuple):
     above: np.ndarray
     size: np.ndarray
     end: np.ndarray
-
-
-class Params(NamedTuple):
-    """A metric's parameters (`tieaware.metrics.MetricSpec` without the name).
-
-    k: cutoff (None: the whole list). level: judgments >= level are relevant.
-    gain: "binary" (1 if relevant), "linear" (the grade), "exp" (2^grade - 1) or "scaled" (RBP only).
-    floor: grades below it gain 0 (None: every positive grade counts). persistence: RBP's p.
-    """
-
-    k: int | None
-    level: float
-    gain: str = BINARY
-    floor: float | None = None
-    persistence: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -142,7 +128,7 @@ class Judged:
         for all the metrics of a call that use them (P, R, RR, AP, ... at one level)."""
         key = float(level)
         if key not in self.shared_flags:
-            self.shared_flags[key] = self.in_orders(gains(self.mem_rel, Params(None, key)))
+            self.shared_flags[key] = self.in_orders(gains(self.mem_rel, MetricSpec("", "", relevance_level=key)))
         return self.shared_flags[key]
 
     @property
@@ -205,12 +191,12 @@ def count_relevant(relevant, start, stop):
     return r
 
 
-def gains(rel: np.ndarray, p: Params) -> np.ndarray:
+def gains(rel: np.ndarray, p: MetricSpec) -> np.ndarray:
     """Gain of each judgment: binary 1 if rel >= level; linear rel; exp 2^rel - 1; grades <= 0
     or below the floor gain 0 (non-binary). Non-decreasing in rel, so best-first stays best-first."""
     if p.gain == BINARY:
-        return (rel >= p.level).astype(np.float64)
-    floor = -np.inf if p.floor is None else float(p.floor)
+        return (rel >= p.relevance_level).astype(np.float64)
+    floor = -np.inf if p.gain_floor is None else float(p.gain_floor)
     counted = (rel > 0.0) & (rel >= floor)
     if p.gain == LINEAR:
         return np.where(counted, rel, 0.0)

@@ -16,27 +16,28 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...metrics import MetricSpec
 from . import hits
-from .common import Judged, Params, constant, relevant_retrieved
+from .common import Judged, constant, relevant_retrieved
 
 
-def num_q(judged: Judged, p: Params) -> np.ndarray:
+def num_q(judged: Judged, p: MetricSpec) -> np.ndarray:
     """1 per query."""
     return constant(np.ones(judged.n_queries))
 
 
-def num_ret(judged: Judged, p: Params) -> np.ndarray:
+def num_ret(judged: Judged, p: MetricSpec) -> np.ndarray:
     """Documents retrieved, min(n, k) at a cutoff k."""
     return constant(judged.n_ret if p.k is None else np.minimum(judged.n_ret, p.k))
 
 
-def num_rel(judged: Judged, p: Params) -> np.ndarray:
+def num_rel(judged: Judged, p: MetricSpec) -> np.ndarray:
     """R: documents in the qrels judged >= the level, retrieved or not."""
-    return constant(judged.n_relevant(p.level))
+    return constant(judged.n_relevant(p.relevance_level))
 
 
-def num_rel_ret(judged: Judged, p: Params) -> np.ndarray:
+def num_rel_ret(judged: Judged, p: MetricSpec) -> np.ndarray:
     """Relevant documents retrieved; at a cutoff k, Hits@k (tie-aware)."""
     if p.k is None:
-        return constant(relevant_retrieved(judged, p.level))
+        return constant(relevant_retrieved(judged, p.relevance_level))
     return hits.hits(judged, p)

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...metrics import MetricSpec
 from .. import kernel
-from .common import Judged, Params, all_orders, gains, inverse, scaled, top_slots
+from .common import Judged, all_orders, gains, inverse, scaled, top_slots
 
 
 @kernel
@@ -78,13 +79,13 @@ def longest(judged: Judged) -> int:
     return int(max(judged.n_ret.max(initial=0), np.diff(judged.qrel_offsets).max(initial=0)))
 
 
-def weighted(judged: Judged, p: Params, weight: np.ndarray) -> np.ndarray:
+def weighted(judged: Judged, p: MetricSpec, weight: np.ndarray) -> np.ndarray:
     """(Q, 5) statistics of sum_{j <= k} weight[j] gain_j (weight[0] = 0, one entry per rank)."""
     return all_orders(weighted_moments, judged, judged.in_orders(gains(judged.mem_rel, p)), judged.cutoffs(p.k), weight,
                       np.cumsum(weight), np.cumsum(weight * weight))
 
 
-def ideal(judged: Judged, p: Params, weight: np.ndarray) -> np.ndarray:
+def ideal(judged: Judged, p: MetricSpec, weight: np.ndarray) -> np.ndarray:
     """(Q,) the weighted sum of the qrels' best gains at the same cutoff (IDCG for DCG weights): the
     qrels' grades are descending per query and gains non-decreasing in the grade, so these are the
     first min(k, n_q) of the n_q judgments of each query q (only those are read)."""
@@ -103,12 +104,12 @@ def discounts(judged: Judged) -> np.ndarray:
     return weight
 
 
-def dcg(judged: Judged, p: Params) -> np.ndarray:
+def dcg(judged: Judged, p: MetricSpec) -> np.ndarray:
     """DCG@k. Returns (Q, 5): expected, variance, min, max, oblivious."""
     return weighted(judged, p, discounts(judged))
 
 
-def ndcg(judged: Judged, p: Params) -> np.ndarray:
+def ndcg(judged: Judged, p: MetricSpec) -> np.ndarray:
     """nDCG@k = DCG@k / IDCG@k; 0 when the query has no positive gain in the qrels."""
     weight = discounts(judged)
     return scaled(weighted(judged, p, weight), inverse(ideal(judged, p, weight)))

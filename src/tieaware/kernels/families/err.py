@@ -41,8 +41,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import QueryValueError
+from ...metrics import MetricSpec
 from .. import INNER, kernel
-from .common import Judged, Params, all_orders, top_slots
+from .common import Judged, all_orders, top_slots
 
 #: gdeval's MAX_JUDGMENT: the top grade, R = (2^grade - 1) / 2^MAX_GRADE.
 MAX_GRADE = 4
@@ -185,7 +186,7 @@ def _refuse_unusable_grades(judged: Judged) -> None:
                                      f"takes integer grades up to {MAX_GRADE}.")
 
 
-def err(judged: Judged, p: Params) -> np.ndarray:
+def err(judged: Judged, p: MetricSpec) -> np.ndarray:
     """ERR@k. Returns (Q, 5): expected, variance, min, max, oblivious. Grades gdeval refuses, and a
     tie group whose exact programme would take over `MAX_DP_STEPS` steps, raise `QueryValueError`."""
     _refuse_unusable_grades(judged)

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...metrics import MetricSpec
 from .. import kernel
-from .common import Judged, Params, all_orders, count_relevant, inverse, scaled, top_slots
+from .common import Judged, all_orders, count_relevant, inverse, scaled, top_slots
 
 
 @kernel
@@ -54,30 +55,30 @@ def _hits(judged: Judged, cutoff: np.ndarray, level: float) -> np.ndarray:
     return all_orders(hits_moments, judged, judged.relevant(level), cutoff)
 
 
-def hits(judged: Judged, p: Params) -> np.ndarray:
+def hits(judged: Judged, p: MetricSpec) -> np.ndarray:
     """Hits@k: relevant documents in the top k. Returns (Q, 5): expected, variance, min, max, oblivious."""
-    return _hits(judged, judged.cutoffs(p.k), p.level)
+    return _hits(judged, judged.cutoffs(p.k), p.relevance_level)
 
 
-def precision(judged: Judged, p: Params) -> np.ndarray:
+def precision(judged: Judged, p: MetricSpec) -> np.ndarray:
     """P@k = Hits@k / k (k: the list length when no cutoff is given)."""
     cutoff = judged.cutoffs(p.k)
-    return scaled(_hits(judged, cutoff, p.level), inverse(cutoff))
+    return scaled(_hits(judged, cutoff, p.relevance_level), inverse(cutoff))
 
 
-def recall(judged: Judged, p: Params) -> np.ndarray:
+def recall(judged: Judged, p: MetricSpec) -> np.ndarray:
     """R@k = Hits@k / R."""
-    return scaled(_hits(judged, judged.cutoffs(p.k), p.level), inverse(judged.n_relevant(p.level)))
+    return scaled(_hits(judged, judged.cutoffs(p.k), p.relevance_level), inverse(judged.n_relevant(p.relevance_level)))
 
 
-def f1(judged: Judged, p: Params) -> np.ndarray:
+def f1(judged: Judged, p: MetricSpec) -> np.ndarray:
     """F1@k = 2 P R / (P + R) = 2 Hits@k / (k + R); 0 when R = 0."""
     cutoff = judged.cutoffs(p.k)
-    n_rel = judged.n_relevant(p.level)
-    return scaled(_hits(judged, cutoff, p.level), np.where(n_rel > 0, 2.0 * inverse(cutoff + n_rel), 0.0))
+    n_rel = judged.n_relevant(p.relevance_level)
+    return scaled(_hits(judged, cutoff, p.relevance_level), np.where(n_rel > 0, 2.0 * inverse(cutoff + n_rel), 0.0))
 
 
-def rprec(judged: Judged, p: Params) -> np.ndarray:
+def rprec(judged: Judged, p: MetricSpec) -> np.ndarray:
     """R-precision = Hits@R / R."""
-    n_rel = judged.n_relevant(p.level)
-    return scaled(_hits(judged, n_rel, p.level), inverse(n_rel))
+    n_rel = judged.n_relevant(p.relevance_level)
+    return scaled(_hits(judged, n_rel, p.relevance_level), inverse(n_rel))

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import Judged, Params, all_orders, inverse, scaled
+from ...metrics import MetricSpec
+from .common import Judged, all_orders, inverse, scaled
 from .hits import hits_moments
 
 
-def judged(judged_lists: Judged, p: Params) -> np.ndarray:
+def judged(judged_lists: Judged, p: MetricSpec) -> np.ndarray:
     """Judged@k. Returns (Q, 5): expected, variance, min, max, oblivious."""
     cutoff = judged_lists.cutoffs(p.k)
     flags = np.ones(judged_lists.mem_rel.shape[0])  # every member of a judged group has a judgment

@@ -19,20 +19,24 @@ References:
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from .common import LINEAR, SCALED, Judged, Params, inverse, scaled
+from ...metrics import MetricSpec
+from .common import LINEAR, SCALED, Judged, inverse, scaled
 from .dcg import longest, weighted
 
 
-def rbp(judged: Judged, p: Params) -> np.ndarray:
+def rbp(judged: Judged, p: MetricSpec) -> np.ndarray:
     """RBP with persistence p.persistence. Returns (Q, 5): expected, variance, min, max, oblivious."""
     weight = np.zeros(longest(judged) + 2)
     ranks = np.arange(1, weight.size)
     weight[1:] = (1.0 - p.persistence) * np.power(p.persistence, ranks - 1.0)
     if p.gain != SCALED:
         return weighted(judged, p, weight)
-    return scaled(weighted(judged, p._replace(gain=LINEAR), weight), inverse(np.maximum(top_grades(judged), 1.0)))
+    linear = weighted(judged, dataclasses.replace(p, gain=LINEAR), weight)
+    return scaled(linear, inverse(np.maximum(top_grades(judged), 1.0)))
 
 
 def top_grades(judged: Judged) -> np.ndarray:

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...metrics import MetricSpec
 from .. import kernel
-from .common import Judged, Params, all_orders, count_relevant, top_slots
+from .common import Judged, all_orders, count_relevant, top_slots
 
 
 @kernel
@@ -59,6 +60,6 @@ def rr_moments(count, offsets, above, size, end, relevant, cutoff, out):
         out[q, 1] = variance
 
 
-def rr(judged: Judged, p: Params) -> np.ndarray:
+def rr(judged: Judged, p: MetricSpec) -> np.ndarray:
     """RR@k (MRR is its mean). Returns (Q, 5): expected, variance, min, max, oblivious."""
-    return all_orders(rr_moments, judged, judged.relevant(p.level), judged.cutoffs(p.k))
+    return all_orders(rr_moments, judged, judged.relevant(p.relevance_level), judged.cutoffs(p.k))

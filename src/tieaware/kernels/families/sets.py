@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import Judged, Params, constant, inverse, relevant_retrieved
+from ...metrics import MetricSpec
+from .common import Judged, constant, inverse, relevant_retrieved
 
 
 def set_measure(kind: str):
     """The family function of one set measure: "p", "recall", "relative_p", "map" or "f"."""
-    def stats(judged: Judged, p: Params) -> np.ndarray:
-        hits = relevant_retrieved(judged, p.level)
+    def stats(judged: Judged, p: MetricSpec) -> np.ndarray:
+        hits = relevant_retrieved(judged, p.relevance_level)
         n_ret = judged.n_ret.astype(np.float64)
-        n_rel = judged.n_relevant(p.level).astype(np.float64)
+        n_rel = judged.n_relevant(p.relevance_level).astype(np.float64)
         precision, recall = hits * inverse(n_ret), hits * inverse(n_rel)
         values = {"p": lambda: precision, "recall": lambda: recall,
                   "relative_p": lambda: hits * inverse(np.minimum(n_ret, n_rel)),
@@ -37,3 +38,7 @@ def set_measure(kind: str):
     stats.__name__ = f"set_{kind}"
     stats.__doc__ = f"trec_eval's set_{kind} (see the module docstring); tie-independent."
     return stats
+
+
+set_p, set_recall, set_relative_p = set_measure("p"), set_measure("recall"), set_measure("relative_p")
+set_map, set_f = set_measure("map"), set_measure("f")

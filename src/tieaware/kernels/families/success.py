@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...metrics import MetricSpec
 from .. import kernel
-from .common import Judged, Params, all_orders, count_relevant, top_slots
+from .common import Judged, all_orders, count_relevant, top_slots
 
 
 @kernel
@@ -48,6 +49,6 @@ def success_moments(count, offsets, above, size, end, relevant, cutoff, out):
         out[q, 1] = expected * (1.0 - expected)
 
 
-def success(judged: Judged, p: Params) -> np.ndarray:
+def success(judged: Judged, p: MetricSpec) -> np.ndarray:
     """Success@k. Returns (Q, 5): expected, variance, min, max, oblivious."""
-    return all_orders(success_moments, judged, judged.relevant(p.level), judged.cutoffs(p.k))
+    return all_orders(success_moments, judged, judged.relevant(p.relevance_level), judged.cutoffs(p.k))

@@ -1,0 +1,49 @@
+"""The parts of numba tieaware uses that numba does not promise to keep: imported here only.
+
+Every other module takes them from here, so a numba release that moves one breaks this module
+alone, with an error naming the numba versions tieaware is tested with (`TESTED`, pinned in
+pyproject.toml's dependencies). What they are for:
+
+* code points of numba strings without a copy: `unicode_charseq_get_code` (fixed-width
+  ``UnicodeCharSeq``, numpy's ``<U`` arrays), `get_code_point` (numba's unicode type);
+* building numba strings from code points in jitted code (`empty_string`, `set_code_point`,
+  the ``PY_UNICODE_*_KIND`` widths): ranx's typed-dict keys;
+* numba's on-disk cache classes (`FunctionCache`, `IndexDataCacheFile`) that `disk_cache`
+  extends, and `use_cache`, which installs such a cache on a dispatcher;
+* `Dispatcher`, the type of a jitted function (``tieaware warmup`` finds the kernels by it).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+
+#: numba versions tieaware is tested with: at least the first, below the second (pyproject.toml)
+TESTED = ("0.58", "0.69")
+
+try:
+    from numba.core.caching import FunctionCache, IndexDataCacheFile
+    from numba.core.dispatcher import Dispatcher
+    from numba.cpython.charseq import unicode_charseq_get_code
+    from numba.cpython.unicode import (
+        PY_UNICODE_1BYTE_KIND,
+        PY_UNICODE_2BYTE_KIND,
+        PY_UNICODE_4BYTE_KIND,
+    )
+    from numba.cpython.unicode import _empty_string as empty_string
+    from numba.cpython.unicode import _get_code_point as get_code_point
+    from numba.cpython.unicode import _set_code_point as set_code_point
+except ImportError as error:  # pragma: no cover - only with an untested numba
+    raise ImportError(f"tieaware needs numba >={TESTED[0]},<{TESTED[1]} (numba internals it uses moved in "
+                      f"numba {numba.__version__}): {error}") from error
+
+
+def use_cache(dispatcher: Any, cache: Any) -> None:
+    """Make a jitted function cache its compiled code in ``cache`` (what numba's ``enable_caching``
+    does with its own cache class)."""
+    dispatcher._cache = cache
+
+
+__all__ = ["TESTED", "PY_UNICODE_1BYTE_KIND", "PY_UNICODE_2BYTE_KIND", "PY_UNICODE_4BYTE_KIND", "Dispatcher",
+           "FunctionCache", "IndexDataCacheFile", "empty_string", "get_code_point", "set_code_point",
+           "unicode_charseq_get_code", "use_cache"]
