@@ -24,6 +24,8 @@ python3 -m venv .venv
 # torchmetrics for tieaware.integrations.torchmetrics (the torchmetrics extra); --no-deps keeps the pinned torch
 .venv/bin/pip install -q --no-deps "torchmetrics==1.9.0" "lightning-utilities==0.15.3"
 .venv/bin/ruff check .
+# the type check; [tool.mypy] in pyproject.toml names the files and the strict public modules
+.venv/bin/python -m mypy
 # the documentation site: a broken link, a missing page or a docstring mkdocstrings cannot render fails here
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n 2 "$@"

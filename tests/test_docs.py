@@ -80,7 +80,7 @@ def test_readme_performance_rows_come_from_the_generated_benchmark_table():
 
 
 # ------------------------------------------------------------------ every public name documented
-SECTION = {name: re.compile(rf"^\s*(?:{name}):\s*$", re.M) for name in ("Args", "Returns|Yields")}
+SECTION = {name: re.compile(rf"^\s*(?:{name}):\s*$", re.M) for name in ("Args", "Returns|Yields", "Raises", "Examples")}
 
 
 def _public_modules() -> list[str]:
@@ -128,6 +128,99 @@ def test_every_public_function_and_class_is_documented(name):
     assert _undocumented(module) == []
 
 
+# ------------------------------------------------------------------ examples and raises of the main API
+#: public names that raise no tieaware error on bad input, so need no Raises section
+RAISE_NOTHING = {
+    "warmup": "takes only a verbosity flag and a stream",
+    "metric_key": "rewrites any string",
+}
+#: sections still missing from docstrings in modules other branches are restructuring (evaluation.py,
+#: metrics.py, inputs.py); the integrator adds the text the types branch's report gives, then empties this
+PENDING = {
+    "evaluate": {"Raises"},
+    "MetricSpec": {"Examples"},
+    "parse_metric": {"Examples"},
+    "read_trec_qrels": {"Examples"},
+    "read_trec_run": {"Examples"},
+    "load_mteb_predictions": {"Examples"},
+}
+
+
+def _api_modules() -> list[str]:
+    """tieaware itself (its __all__) and the integrations."""
+    return [name for name in _public_modules() if name == "tieaware" or name.startswith("tieaware.integrations.")]
+
+
+def _api_objects(module) -> list[tuple[str, object]]:
+    """(name, object) of the functions and classes a module exports that tieaware defines."""
+    import inspect
+
+    found = []
+    for name in module.__all__:
+        obj = getattr(module, name)
+        if (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__.split(".")[0] == "tieaware":
+            found.append((name, obj))
+    return found
+
+
+def _missing_sections(name: str, obj) -> list[str]:
+    """An Examples section with ``>>>`` code, for every exported function and class; a Raises section for
+    functions and for classes users build (those with an Args section), unless in RAISE_NOTHING."""
+    import inspect
+
+    doc = inspect.getdoc(obj) or ""
+    missing = []
+    if not SECTION["Examples"].search(doc) or ">>>" not in doc.split("Examples:", 1)[-1]:
+        missing.append("Examples")
+    user_built = inspect.isfunction(obj) or SECTION["Args"].search(doc)
+    if user_built and name not in RAISE_NOTHING and not SECTION["Raises"].search(doc):
+        missing.append("Raises")
+    return [section for section in missing if section not in PENDING.get(name, ())]
+
+
+def _import(name: str):
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:  # an optional extra that is not installed (CI installs them all)
+        pytest.skip(f"{name} needs {exc.name}")
+
+
+@pytest.mark.parametrize("name", _api_modules())
+def test_every_exported_function_and_class_has_examples_and_raises(name):
+    module = _import(name)
+    assert {n: m for n, obj in _api_objects(module) if (m := _missing_sections(n, obj))} == {}
+
+
+def test_pending_sections_are_still_missing():
+    """A PENDING entry goes once its docstring has the section (so the list cannot outlive its reason)."""
+    import tieaware
+
+    done = {name: sorted(s for s in sections if SECTION[s].search(getattr(tieaware, name).__doc__ or ""))
+            for name, sections in PENDING.items()}
+    assert {name: sections for name, sections in done.items() if sections} == {}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _api_modules())
+def test_docstring_examples_run(name, tmp_path, monkeypatch):
+    """Every ``>>>`` example of an exported function or class runs and prints what it shows (with its
+    module's names in scope, as doctest runs it), in a temporary working directory."""
+    import doctest
+
+    module = _import(name)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    report: list[str] = []
+    for object_name, obj in _api_objects(module):
+        for test in finder.find(obj, f"{name}.{object_name}"):
+            runner.run(test, out=report.append)
+    assert runner.failures == 0, "".join(report)
+
+
 def test_the_documentation_check_fails_on_an_undocumented_function():
     import types
 
@@ -151,3 +244,31 @@ def test_the_documentation_check_fails_on_an_undocumented_function():
     module.__all__ = ["documented", "bare"]
     module.documented, module.bare = documented, bare
     assert _undocumented(module) == ["bare: no Args section", "bare: no Returns section"]
+    assert _missing_sections("bare", bare) == ["Examples", "Raises"]
+    assert _missing_sections("warmup", bare) == ["Examples"]
+
+
+def test_the_example_check_wants_code_under_examples():
+    def told(x) -> int:
+        """What.
+
+        Raises:
+            InputError: never.
+
+        Examples:
+            Call it.
+        """
+
+    def shown(x) -> int:
+        """What.
+
+        Raises:
+            InputError: never.
+
+        Examples:
+            >>> 1 + 1
+            2
+        """
+
+    assert _missing_sections("told", told) == ["Examples"]
+    assert _missing_sections("shown", shown) == []

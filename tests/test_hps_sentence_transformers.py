@@ -227,3 +227,17 @@ def test_minilm_folder_runs_at_its_configured_length_as_sentence_transformers(mi
     torch.testing.assert_close(from_object.encode(docs), expected, rtol=0, atol=1e-5)
     at_512 = BiEncoder(path, dtype="fp32", batch_size=2, max_length=512, show_progress=False).encode(docs)
     assert (at_512 - expected).abs().max() > 0.01  # what running at 512 (before) changed
+
+
+@pytest.mark.parametrize(("name", "text"), [("modules.json", '{"type": "Transformer"}'),
+                                           ("modules.json", '[["Transformer"]]'),
+                                           ("config_sentence_transformers.json", '["cosine"]')])
+def test_a_config_file_of_the_wrong_json_shape_is_an_input_error(tmp_path, name, text):
+    """A sentence-transformers config file holding a JSON list where an object belongs (or the reverse) is
+    refused naming the file, not an AttributeError from inside the reader."""
+    from tieaware.hps._sentence_transformers import folder_settings
+
+    (tmp_path / "modules.json").write_text('[{"type": "sentence_transformers.models.Normalize"}]', encoding="utf-8")
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=name):
+        folder_settings(tmp_path)

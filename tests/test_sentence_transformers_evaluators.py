@@ -171,6 +171,18 @@ def test_sklearn_map_of_tied_positives_is_above_every_ordering():
     assert ours["map_bias"] == pytest.approx(2 / 3 - 7 / 12)
 
 
+def test_a_single_text_is_one_document():
+    """``positive``, ``negative`` and ``documents`` may each be one text (sentence-transformers' sample type
+    allows it): one document, not a list of its characters."""
+    model = FixedCrossEncoder({"pos": 0.5, "neg": 0.9, "other": 0.5})
+    as_lists = TieAwareRerankingEvaluator([{"query": "q", "positive": ["pos"], "negative": ["neg"]}], at_k=3)(model)
+    as_text = TieAwareRerankingEvaluator([{"query": "q", "positive": "pos", "negative": "neg"}], at_k=3)(model)
+    assert as_text == as_lists and as_text["mrr@3_expected"] == 0.5
+    documents = TieAwareRerankingEvaluator([{"query": "q", "positive": "pos", "documents": "neg"}], at_k=3,
+                                           always_rerank_positives=True)(model)
+    assert {key: value for key, value in documents.items() if not key.startswith("base_")} == as_lists
+
+
 def test_write_predictions_is_refused():
     with pytest.raises(tieaware.InputError, match="does not write predictions"):
         TieAwareInformationRetrievalEvaluator(QUERIES, CORPUS, RELEVANT, write_predictions=True)

@@ -11,12 +11,19 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tieaware.arguments import is_finite, is_limit
 from tieaware.errors import InputError
 from tieaware.outputs import atomic_output
+
+if TYPE_CHECKING:
+    from tieaware.report import EvaluationReport, MetricResult
+
+#: a baseline tolerance: one number for the three statistics, or {"expected"|"range"|"bias": number}
+Tolerance = float | Mapping[str, float]
 
 #: 3: "test", "name", "device" and "relevance_level" stored; 2: "std" renamed "tie_std". 1 and 2 are read too.
 SCHEMA_VERSION = 3
@@ -56,21 +63,21 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
 
 
-def device_label(device=None) -> str:
+def device_label(device: object = None) -> str:
     """The device part of a baseline's key. ``None``: this machine's, the name of the current CUDA device
     when torch (already imported: this never imports it) sees one, else ``cpu <architecture>``. A
     ``torch.device`` or a string: ``cpu`` -> ``cpu <architecture>``; ``cuda[:N]`` -> ``cuda <device name>``
     when torch sees that device; anything else as given (``"mps"``, ``"tpu v5e"``)."""
     torch = sys.modules.get("torch")
-    cuda = torch is not None and torch.cuda.is_available()
+    cuda = torch.cuda if torch is not None and torch.cuda.is_available() else None
     if device is None:
-        return f"cuda {torch.cuda.get_device_name(torch.cuda.current_device())}" if cuda else _cpu()
+        return f"cuda {cuda.get_device_name(cuda.current_device())}" if cuda is not None else _cpu()
     text = str(device)
     kind, _, index = text.partition(":")
     if kind == "cpu" and not index:
         return _cpu()
-    if kind == "cuda" and cuda and (not index or index.isdigit() and int(index) < torch.cuda.device_count()):
-        return f"cuda {torch.cuda.get_device_name(int(index) if index else torch.cuda.current_device())}"
+    if kind == "cuda" and cuda is not None and (not index or index.isdigit() and int(index) < cuda.device_count()):
+        return f"cuda {cuda.get_device_name(int(index) if index else cuda.current_device())}"
     if not text.strip():
         raise InputError(f"device must name a device, got {device!r}")
     return text
@@ -87,7 +94,7 @@ def legacy_baseline_path(node: pytest.Item, name: str) -> Path:
     return module.parent / module.stem / (re.sub(r"\W", "_", node.name) + "_" + re.sub(r"\W", "_", name) + ".json")
 
 
-def baseline_text(results, oblivious_order: str, relevance_level: float, dtype: str | None, test: str,
+def baseline_text(results: EvaluationReport, oblivious_order: str, relevance_level: float, dtype: str | None, test: str,
                   name: str, device: str | None = None) -> str:
     """What a baseline file holds for these results: the check it belongs to (``test``: node id within
     the module; ``name``; ``device`` when keyed by device, else null), what defines the numbers (tie
@@ -114,7 +121,7 @@ class BaselineFileError(InputError):
         super().__init__(f"tie baseline {path} {problem}; fix or delete it, or rerun with --tie-update-baseline")
 
 
-def read_baseline(path: Path, test: str, name: str, device: str | None = None) -> dict:
+def read_baseline(path: Path, test: str, name: str, device: str | None = None) -> dict[str, Any]:
     """The content of the baseline file of check `name` in `test` (node id within the module) on
     `device` (None: not keyed by device), checked:
     ``content["metrics"]`` maps each metric to its stored statistics.
@@ -141,7 +148,7 @@ def read_baseline(path: Path, test: str, name: str, device: str | None = None) -
         raise BaselineFileError(path, f"has schema_version {version!r}, expected one of {READABLE_VERSIONS}")
     owner = (content.get("test", test), content.get("name", name), content.get("device"))  # versions 1, 2: no keys
     if owner != (test, name, device):
-        def check(test, name, device):
+        def check(test: object, name: object, device: object) -> str:
             return f"check {name!r} in {test!r}" + ("" if device is None else f" on device {device!r}")
         raise BaselineFileError(path, f"is the baseline of {check(*owner)}, not of {check(test, name, device)}")
     if not isinstance(content.get("oblivious_order"), str):
@@ -171,14 +178,14 @@ def write_atomically(path: Path, text: str) -> None:
         temporary.write_text(text, encoding="utf-8", newline="")
 
 
-def tolerances(tolerance) -> dict[str, float]:
+def tolerances(tolerance: Tolerance) -> dict[str, float]:
     """{"expected", "range", "bias"} -> tolerance, from one number >= 0 for all three or a mapping
     that sets some of them (the others DEFAULT_TOLERANCE)."""
     if isinstance(tolerance, Mapping):
         unknown = sorted(set(tolerance) - set(COMPARED_STATISTICS), key=str)
         if unknown:
             raise InputError(f"tolerance: unknown statistic(s) {unknown}; use {', '.join(COMPARED_STATISTICS)}")
-        out = {key: tolerance.get(key, DEFAULT_TOLERANCE) for key in COMPARED_STATISTICS}
+        out: dict[str, Any] = {key: tolerance.get(key, DEFAULT_TOLERANCE) for key in COMPARED_STATISTICS}
     else:
         out = dict.fromkeys(COMPARED_STATISTICS, tolerance)
     for key, value in out.items():
@@ -187,7 +194,8 @@ def tolerances(tolerance) -> dict[str, float]:
     return {key: float(value) for key, value in out.items()}
 
 
-def baseline_changes(result, stored: dict | None, tolerance: dict[str, float]) -> tuple[list[str], list[str]]:
+def baseline_changes(result: MetricResult, stored: dict[str, Any] | None,
+                     tolerance: dict[str, float]) -> tuple[list[str], list[str]]:
     """(regressions, improvements) of one metric against its stored statistics, each beyond its
     tolerance: Range and |Bias| growing or E[M] dropping are regressions; the reverse improvements."""
     if stored is None:

@@ -3,12 +3,16 @@ not when this module loads."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 from .baseline import (
     DEFAULT_TOLERANCE,
     BaselineFileError,
+    Tolerance,
     baseline_changes,
     baseline_path,
     baseline_text,
@@ -22,6 +26,12 @@ from .baseline import (
 from .settings import resolve
 from .summary import strict_json, text_table
 
+if TYPE_CHECKING:
+    from tieaware.inputs import QrelsLike, RunLike
+    from tieaware.metrics import MetricsLike
+    from tieaware.report import EvaluationReport, MetricResult
+    from tieaware.testing import Limit, TieStability
+
 #: Key of the rows this fixture appends to ``item.user_properties`` as JSON text (how they cross
 #: pytest-xdist, and what ``--junitxml`` writes as the property's value).
 USER_PROPERTY = "tie_stability"
@@ -34,15 +44,16 @@ class TieCheck:
     (``--tie-max-range`` ...), else the ini file (``tie_max_range`` ...).
     """
 
-    def __init__(self, node: pytest.Item, defaults: dict, update_baseline: bool, baseline_key: str = "none"):
+    def __init__(self, node: pytest.Item, defaults: dict[str, Any], update_baseline: bool, baseline_key: str = "none"):
         self._node = node
         self._defaults = defaults
         self._update_baseline = update_baseline
         self._key_by_device = baseline_key == "device"
 
-    def assert_stable(self, qrels, run, metrics=None, *, max_range=None, max_abs_bias=None, max_std=None,
+    def assert_stable(self, qrels: QrelsLike, run: RunLike, metrics: MetricsLike = None, *,
+                      max_range: Limit = None, max_abs_bias: Limit = None, max_std: Limit = None,
                       oblivious: str | None = None, relevance_level: float = 1, make_comparable: bool = False,
-                      dtype=None):
+                      dtype: object = None) -> MetricResult | EvaluationReport:
         """`tieaware.testing.assert_tie_stable` with the limits, metrics and tie order this test's
         marker, the command line or the ini file set (the call wins). ``dtype`` labels the check in
         the report (e.g. "bf16" or a torch dtype). A limit of ``math.inf`` switches off one set elsewhere.
@@ -58,9 +69,10 @@ class TieCheck:
             oblivious=settings.get("oblivious", "trec_eval"), relevance_level=relevance_level,
             make_comparable=make_comparable, dtype=dtype)
 
-    def against_baseline(self, name: str, qrels, run, metrics=None, *, tolerance=DEFAULT_TOLERANCE,
-                         oblivious: str | None = None, relevance_level: float = 1, make_comparable: bool = False,
-                         dtype=None, device=None):
+    def against_baseline(self, name: str, qrels: QrelsLike, run: RunLike, metrics: MetricsLike = None, *,
+                         tolerance: Tolerance = DEFAULT_TOLERANCE, oblivious: str | None = None,
+                         relevance_level: float = 1, make_comparable: bool = False, dtype: object = None,
+                         device: object = None) -> MetricResult | EvaluationReport:
         """Compare with the stored baseline ``<module stem>/<test>_<name>-<hash>.json`` next to the test
         file (the hash is of this test's node id and ``name``: one file per check).
 
@@ -79,6 +91,7 @@ class TieCheck:
         __tracebackhide__ = True
         from tieaware import evaluate
         from tieaware.metrics import metric_keys
+        from tieaware.report import EvaluationReport
         from tieaware.testing import TieInstabilityError
 
         tolerance = tolerances(tolerance)
@@ -88,8 +101,9 @@ class TieCheck:
         device = device_label(device) if device is not None or self._key_by_device else None
         path = baseline_path(self._node, name, device)
         shown_path = os.path.relpath(path, self._node.config.rootpath)
-        results = evaluate(qrels, run, names, oblivious=order,
-                           relevance_level=relevance_level, make_comparable=make_comparable)
+        # a list of metric names gives an EvaluationReport
+        results = cast(EvaluationReport, evaluate(qrels, run, names, oblivious=order, relevance_level=relevance_level,
+                                                  make_comparable=make_comparable))
         text = baseline_text(results, order, relevance_level, _dtype_label(dtype), check_id(self._node), name,
                              device)
 
@@ -118,7 +132,7 @@ class TieCheck:
                             "so its numbers mean something else: rerun with --tie-update-baseline to store "
                             "this check's", pytrace=False)
         stored = content["metrics"]
-        violations = {}
+        violations: dict[str, list[str]] = {}
         for metric, result in results.items():
             violations[metric], improvements = baseline_changes(result, stored.get(metric), tolerance)
             limits = {"tolerance": tolerance}
@@ -136,8 +150,8 @@ class TieCheck:
                                       results, violations)
         return results[names[0]] if single else results
 
-    def _metric_names(self, settings: dict):
-        names = settings.get("metrics")
+    def _metric_names(self, settings: dict[str, Any]) -> MetricsLike:
+        names: MetricsLike = settings.get("metrics")
         if not names:
             from tieaware.errors import InputError
 
@@ -145,15 +159,17 @@ class TieCheck:
                              "@pytest.mark.tie_stability(metrics=[...]), --tie-metrics or the tie_metrics ini key")
         return names
 
-    def _record(self, check: str, result, limits: dict, limit: str, violations: list[str], dtype,
-                baseline: str | None = None, improvements: list[str] = ()) -> None:
+    def _record(self, check: str, result: MetricResult, limits: dict[str, Any], limit: str, violations: list[str],
+                dtype: object,
+                baseline: str | None = None, improvements: Sequence[str] = ()) -> None:
         self._node.user_properties.append(
             (USER_PROPERTY, strict_json(check_row(self._node.nodeid, check, result, limits, limit, violations,
                                                   _dtype_label(dtype), baseline, improvements))))
 
 
-def check_row(test: str, check: str, result, limits: dict, limit: str, violations: list[str], dtype: str | None,
-              baseline: str | None = None, improvements: list[str] = ()) -> dict:
+def check_row(test: str, check: str, result: MetricResult, limits: dict[str, Any], limit: str, violations: list[str],
+              dtype: str | None,
+              baseline: str | None = None, improvements: Sequence[str] = ()) -> dict[str, Any]:
     """One report row: the test's node id, the metric's statistics, its limits, pass/fail and, for a
     baseline check, what improved on the baseline."""
     return {"test": test, "check": check, **result.to_dict(), "limits": limits, "limit": limit,
@@ -161,7 +177,7 @@ def check_row(test: str, check: str, result, limits: dict, limit: str, violation
             "dtype": dtype, "baseline": baseline}
 
 
-def record_limit_checks(item: pytest.Item, stability) -> None:
+def record_limit_checks(item: pytest.Item, stability: TieStability) -> None:
     """Append one row per metric of a `tieaware.testing.TieStability` to the test's user_properties."""
     for name, result in stability.results.items():
         item.user_properties.append(
@@ -170,12 +186,13 @@ def record_limit_checks(item: pytest.Item, stability) -> None:
                                                   stability.dtype))))
 
 
-def _dtype_label(dtype) -> str | None:
+def _dtype_label(dtype: object) -> str | None:
     """'bf16' stays 'bf16'; torch.bfloat16 becomes 'bfloat16'."""
     return None if dtype is None else str(dtype).removeprefix("torch.")
 
 
-def _baseline_message(path, tolerance: dict, results, stored: dict, violations: dict) -> str:
+def _baseline_message(path: Path, tolerance: dict[str, float], results: EvaluationReport, stored: dict[str, Any],
+                      violations: dict[str, list[str]]) -> str:
     rows = []
     for metric, result in results.items():
         base = stored.get(metric, {})
@@ -187,7 +204,7 @@ def _baseline_message(path, tolerance: dict, results, stored: dict, violations: 
     return f"tie baseline check failed against {path} (tolerance {_tolerance_text(tolerance)}):\n{table}"
 
 
-def _tolerance_text(tolerance: dict) -> str:
+def _tolerance_text(tolerance: dict[str, float]) -> str:
     """'1e-06' when the three are equal, else 'expected 0.01, range 1e-06, bias 1e-06'."""
     if len(set(tolerance.values())) == 1:
         return f"{tolerance['expected']:g}"

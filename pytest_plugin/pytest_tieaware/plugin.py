@@ -11,7 +11,9 @@ JSON report are complete under pytest-xdist.
 from __future__ import annotations
 
 import json
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +24,7 @@ from .summary import improvement_lines, json_report, strict_json, summary_table
 
 MARKER_HELP = ("tie_stability(max_range=None, max_abs_bias=None, max_std=None, metrics=None, oblivious=None): "
                "limits, metrics and tie order of this test's tie_check checks (overrides --tie-* options and ini keys)")
-DEFAULTS_KEY = pytest.StashKey[dict]()
+DEFAULTS_KEY = pytest.StashKey[dict[str, Any]]()
 BASELINE_KEY = pytest.StashKey[str]()
 
 
@@ -33,8 +35,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group.addoption(flag, dest=ini_key, type=PARSERS[key], default=None, metavar=metavar,
                         help=f"{help_text} (ini: {ini_key})")
         # tie_metrics: a list in TOML (pyproject.toml), lines of names in an ini file
-        parser.addini(ini_key, help_text, type="linelist" if key == "metrics" else "string",
-                      default=[] if key == "metrics" else "")
+        if key == "metrics":
+            parser.addini(ini_key, help_text, type="linelist", default=[])
+        else:
+            parser.addini(ini_key, help_text, type="string", default="")
     group.addoption("--tie-update-baseline", action="store_true", default=False,
                     help="rewrite tie_check.against_baseline files that differ "
                     "(like pytest-regressions' --force-regen)")
@@ -95,7 +99,7 @@ class TieCheckRecorder:
     """Records every tie check a test makes (fixture or plain `assert_tie_stable`) in its user_properties."""
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item):
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, None, None]:
         from tieaware.check_observers import observe_checks  # pure Python: loads no numba
 
         with observe_checks(lambda stability: record_limit_checks(item, stability)):
@@ -106,20 +110,21 @@ class TieStabilityReport:
     """Collects check rows from test reports (local or from xdist workers); prints and writes them."""
 
     def __init__(self, config: pytest.Config):
-        self.rows: list[dict] = []
+        self.rows: list[dict[str, Any]] = []
         json_path = config.getoption("tie_json")
         self.json_path = Path(config.invocation_params.dir, json_path) if json_path else None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # user_properties accumulate over setup, call and teardown: the teardown report holds them all once.
         if report.when == "teardown":
-            self.rows.extend(json.loads(value) for name, value in report.user_properties if name == USER_PROPERTY)
+            self.rows.extend(json.loads(value) for name, value in report.user_properties
+                             if name == USER_PROPERTY and isinstance(value, str))
 
     def pytest_sessionfinish(self) -> None:
         if self.json_path is not None:
             write_atomically(self.json_path, strict_json(json_report(self.rows), indent=2) + "\n")
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.rows:
             terminalreporter.write_sep("=", "tie stability")
             for line in summary_table(self.rows).splitlines():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
 import pytest
 
@@ -50,7 +51,8 @@ def oblivious_order(text: str) -> str:
 def split_metric_names(text: str) -> list[str]:
     """'ndcg@10, mrr@10 P(rel=2,judged_only=1)@5 P.5,10' -> names; commas inside parentheses stay, and
     so do those of a trec_eval cutoff list (a comma followed by digits only: ``P.5,10``)."""
-    names, current, depth, separator = [], "", 0, " "
+    names: list[str] = []
+    current, depth, separator = "", 0, " "
     for char in text + " ":
         depth += (char == "(") - (char == ")")
         if depth == 0 and (char == "," or char.isspace()):
@@ -68,7 +70,7 @@ PARSERS = {"max_range": non_negative_float, "max_abs_bias": non_negative_float, 
            "metrics": split_metric_names, "oblivious": oblivious_order}
 
 
-def session_defaults(config: pytest.Config) -> dict:
+def session_defaults(config: pytest.Config) -> dict[str, Any]:
     """{setting: value} from the command line, else the ini file; unset settings are left out.
     ``tie_metrics`` is a TOML list or ini lines, each item split as ``--tie-metrics`` is."""
     defaults = {}
@@ -94,7 +96,7 @@ def baseline_key(config: pytest.Config) -> str:
     return key
 
 
-def marker_settings(node: pytest.Item) -> dict:
+def marker_settings(node: pytest.Item) -> dict[str, Any]:
     """The keyword arguments of the closest ``tie_stability`` marker, validated."""
     __tracebackhide__ = True
     marker = node.get_closest_marker("tie_stability")
@@ -112,7 +114,7 @@ def marker_settings(node: pytest.Item) -> dict:
     return settings
 
 
-def resolve(call: dict, node: pytest.Item, defaults: dict) -> dict:
+def resolve(call: dict[str, Any], node: pytest.Item, defaults: dict[str, Any]) -> dict[str, Any]:
     """Every setting from the first source that sets it: call, marker, command line, ini."""
     __tracebackhide__ = True
     merged = dict(defaults)

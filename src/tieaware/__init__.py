@@ -13,7 +13,7 @@ torch; `tieaware.hps` imports torch.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0"
 
@@ -44,22 +44,30 @@ _SUBMODULES = ("datasets",)
 
 __all__ = [*_EXPORTS, *_SUBMODULES, "__version__"]
 
-if TYPE_CHECKING:  # what static tools see; at run time `__getattr__` imports on demand
-    from ranx import Qrels, Run
+if TYPE_CHECKING:  # what static tools see; at run time `__getattr__` imports on demand ("X as X": re-exported)
+    from ranx import Qrels as Qrels
+    from ranx import Run as Run
 
-    from . import datasets
-    from .arrays import evaluate_arrays
-    from .comparison import ComparisonReport, compare
-    from .errors import InputError, TieawareError, UnknownMetricError
-    from .evaluation import evaluate
-    from .inputs import load_mteb_predictions, read_trec_qrels, read_trec_run
-    from .metrics import MetricSpec, parse_metric
-    from .report import EvaluationReport, MetricResult
-    from .tie_census import census
-    from .warming import warmup
+    from . import datasets as datasets
+    from .arrays import evaluate_arrays as evaluate_arrays
+    from .comparison import ComparisonReport as ComparisonReport
+    from .comparison import compare as compare
+    from .errors import InputError as InputError
+    from .errors import TieawareError as TieawareError
+    from .errors import UnknownMetricError as UnknownMetricError
+    from .evaluation import evaluate as evaluate
+    from .inputs import load_mteb_predictions as load_mteb_predictions
+    from .inputs import read_trec_qrels as read_trec_qrels
+    from .inputs import read_trec_run as read_trec_run
+    from .metrics import MetricSpec as MetricSpec
+    from .metrics import parse_metric as parse_metric
+    from .report import EvaluationReport as EvaluationReport
+    from .report import MetricResult as MetricResult
+    from .tie_census import census as census
+    from .warming import warmup as warmup
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)  # importing binds it in globals()
     module = _EXPORTS.get(name)
@@ -70,5 +78,5 @@ def __getattr__(name: str):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))

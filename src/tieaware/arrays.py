@@ -13,18 +13,35 @@ ids the row numbers, zero-padded to one width (so trec_eval's id order is row or
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING, Any, TypeGuard, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from .errors import InputError, InputTypeError
+
+if TYPE_CHECKING:
+    import torch
+
+    from .metrics import MetricsLike
+    from .report import EvaluationReport, MetricResult
+
+#: what the array arguments accept: a numpy array, a torch tensor, a list
+ArrayInput = Union[npt.ArrayLike, "torch.Tensor"]
 
 __all__ = ["arrays_to_dicts", "evaluate_arrays", "to_numpy"]
 
 
-def to_numpy(values, name: str) -> np.ndarray:
+def _is_tensor(values: object) -> TypeGuard[torch.Tensor]:
+    """A torch tensor (checked without importing torch)."""
+    return type(values).__module__.startswith("torch") and hasattr(values, "detach")
+
+
+def to_numpy(values: ArrayInput, name: str) -> np.ndarray:
     """A read-only numpy view or copy of an array, tensor or list (torch: detached, on the CPU;
     half and bfloat16 widened to float32, which holds them exactly)."""
-    if type(values).__module__.startswith("torch") and hasattr(values, "detach"):
+    array: np.ndarray
+    if _is_tensor(values):
         tensor = values.detach()
         if tensor.is_floating_point() and tensor.element_size() < 4:
             tensor = tensor.float()
@@ -33,12 +50,13 @@ def to_numpy(values, name: str) -> np.ndarray:
         array = np.asarray(values)
     if array.dtype == object or array.dtype.kind not in "biuf":
         raise InputTypeError(f"{name} must hold numbers, got dtype {array.dtype}.")
-    view = array.view()
+    view: np.ndarray = array.view()
     view.setflags(write=False)
     return view
 
 
-def _checked(indexes, preds, target) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _checked(indexes: ArrayInput, preds: ArrayInput,
+             target: ArrayInput) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     idx, scores, grades = (to_numpy(a, n) for a, n in ((indexes, "indexes"), (preds, "preds"), (target, "target")))
     if not (idx.shape == scores.shape == grades.shape):
         raise InputError(f"indexes, preds and target must have the same shape, got {idx.shape}, {scores.shape} "
@@ -63,7 +81,8 @@ def _checked(indexes, preds, target) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return idx, scores, grades
 
 
-def arrays_to_dicts(indexes, preds, target, torch_order: bool = False) -> tuple[dict, dict]:
+def arrays_to_dicts(indexes: ArrayInput, preds: ArrayInput, target: ArrayInput, torch_order: bool = False
+                    ) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
     """(qrels, run) dicts of ``(indexes, preds, target)``; see the module docstring.
 
     Args:
@@ -91,7 +110,8 @@ def arrays_to_dicts(indexes, preds, target, torch_order: bool = False) -> tuple[
     doc_ids = np.char.zfill(row_order.astype(str), width).tolist()
     score_list = scores[row_order].astype(np.float64).tolist()
     grade_list = grades[row_order].astype(np.int64).tolist()
-    qrels, run = {}, {}
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
     for qid, a, b in zip(query_ids, bounds, bounds[1:]):
         docs = doc_ids[a:b]
         run[qid] = dict(zip(docs, score_list[a:b]))
@@ -99,7 +119,8 @@ def arrays_to_dicts(indexes, preds, target, torch_order: bool = False) -> tuple[
     return qrels, run
 
 
-def evaluate_arrays(indexes, preds, target, metrics, **options):
+def evaluate_arrays(indexes: ArrayInput, preds: ArrayInput, target: ArrayInput, metrics: MetricsLike,
+                    **options: Any) -> MetricResult | EvaluationReport | dict[str, Any]:
     """`tieaware.evaluate` on torchmetrics-style flat arrays.
 
     Args:

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .testing import TieStability
 
 #: Callables told of every check, with its `tieaware.testing.TieStability`.
-OBSERVERS: list[Callable] = []
+OBSERVERS: list[Callable[[TieStability], object]] = []
 
 
 @contextmanager
-def observe_checks(observer: Callable) -> Iterator[None]:
+def observe_checks(observer: Callable[[TieStability], object]) -> Iterator[None]:
     """Call ``observer(stability)`` after every `check_tie_stability` / `assert_tie_stable` inside
     the ``with`` block (the pytest plugin records each test's checks this way).
 
@@ -28,7 +32,7 @@ def observe_checks(observer: Callable) -> Iterator[None]:
         OBSERVERS.remove(observer)
 
 
-def notify(stability) -> None:
+def notify(stability: TieStability) -> None:
     """Tell every observer of one finished check."""
     for observer in list(OBSERVERS):
         observer(stability)

@@ -10,9 +10,12 @@ order the two runs differently from E[M], or their [min, max] intervals overlap.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
+from ranx.data_structures import Report as RanxReport
 from tabulate import tabulate
 
 from .display import progress
@@ -22,7 +25,18 @@ from .inputs import file_stem, is_ranx_run, load_qrels, load_run
 from .metrics import metric_keys, parse_metric
 from .outputs import atomic_output
 from .registry import DEFAULT_KS
-from .report import SUMMARY_COLUMNS, strict_json
+from .report import SUMMARY_COLUMNS, EvaluationReport, strict_json
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from .inputs import QrelsLike, RunLike
+    from .metrics import MetricsLike
+
+#: ranx's p-values per ordered pair of runs and metric: {(run, other): {metric: {"p_value", "significant"}}}
+Comparisons = dict[tuple[str, str], dict[str, dict[str, Any]]]
+#: ranx's win/tie/loss counts: {(run, other): {metric: {"W", "T", "L"}}}
+WinTieLoss = dict[tuple[str, str], dict[str, dict[str, int]]]
 
 STAT_TESTS = ("student", "fisher", "tukey")
 STAT_TEST_LABELS = {
@@ -52,13 +66,14 @@ def _sign(difference: float) -> int:
     return 0 if abs(difference) <= EQUAL_TOLERANCE else (1 if difference > 0 else -1)
 
 
-def named_runs(runs) -> dict:
+def named_runs(runs: Mapping[str, RunLike] | Iterable[RunLike]) -> dict[str, RunLike]:
     """Runs as ``{name: run}``.
 
     Accepts a dict ``{name: run}`` or a sequence of ranx Runs (named by
     ``run.name``), paths (named by the file stem) or dicts/DataFrames (named
     ``run_1``, ``run_2``, ... as ranx does). Paths are read here, once.
     """
+    named: dict[str, RunLike]
     if isinstance(runs, dict):
         for name, run in runs.items():
             if isinstance(run, dict) and run and not isinstance(next(iter(run.values())), dict):
@@ -70,8 +85,9 @@ def named_runs(runs) -> dict:
     else:
         named = {}
         for i, run in enumerate(runs):
-            if is_ranx_run(run) and run.name:
-                name = run.name
+            ranx_name = getattr(run, "name", None) if is_ranx_run(run) else None
+            if ranx_name:
+                name = ranx_name
             elif isinstance(run, (str, os.PathLike)):
                 name = file_stem(run)
             else:
@@ -82,13 +98,7 @@ def named_runs(runs) -> dict:
     return {name: load_run(run) if isinstance(run, (str, os.PathLike)) else run for name, run in named.items()}
 
 
-def _ranx_report_class():
-    from ranx.data_structures import Report
-
-    return Report
-
-
-class ComparisonReport(_ranx_report_class()):
+class ComparisonReport(RanxReport):  # type: ignore[misc]  # ranx ships no types: its Report is Any
     """The result of `compare`: a ``ranx.data_structures.Report`` with the tie-aware additions.
 
     Everything code written for ``ranx.compare`` reads is there, with the same
@@ -111,11 +121,30 @@ class ComparisonReport(_ranx_report_class()):
             order the runs differently from E[M]), ``intervals_overlap`` (each run's
             best tie order beats the other's worst) and ``tie_sensitive`` (either).
         stat_test, max_p, oblivious_order: the settings used.
+
+    Examples:
+        >>> import tieaware
+        >>> runs = {"tied": {"q1": {"d1": 0.5, "d2": 0.5}}, "sure": {"q1": {"d1": 0.9, "d2": 0.1}}}
+        >>> report = tieaware.compare({"q1": {"d1": 1}}, runs, "mrr", stat_test=None)
+        >>> report.run_names, float(report.results["tied"]["mrr"])
+        (['tied', 'sure'], 0.75)
+        >>> row = report.pairs.loc[("mrr", "tied", "sure")]
+        >>> float(row["expected_a"]), float(row["expected_b"]), bool(row["tie_sensitive"])
+        (0.75, 1.0, False)
     """
 
-    def __init__(self, results: dict, metrics: list, pairs: pd.DataFrame, *, stat_test, max_p: float,
-                 oblivious_order: str, comparisons=None, win_tie_loss: dict | None = None,
-                 rounding_digits: int = 3, show_percentages: bool = False):
+    results: dict[str, EvaluationReport]
+    metrics: list[str]
+    model_names: list[str]
+    comparisons: Comparisons | None
+    win_tie_loss: WinTieLoss
+    stat_test: str | None
+    max_p: float
+
+    def __init__(self, results: dict[str, EvaluationReport], metrics: Sequence[str], pairs: pd.DataFrame, *,
+                 stat_test: str | None, max_p: float, oblivious_order: str, comparisons: Comparisons | None = None,
+                 win_tie_loss: WinTieLoss | None = None, rounding_digits: int = 3,
+                 show_percentages: bool = False) -> None:
         super().__init__(model_names=list(results), results=results, comparisons=comparisons,
                          metrics=list(metrics), max_p=max_p, win_tie_loss=win_tie_loss or {},
                          rounding_digits=rounding_digits, show_percentages=show_percentages, stat_test=stat_test)
@@ -127,19 +156,21 @@ class ComparisonReport(_ranx_report_class()):
     @property
     def flagged(self) -> pd.DataFrame:
         """The rows of `pairs` whose conclusion tie order alone could flip."""
-        return self.pairs[self.pairs["tie_sensitive"]]
+        flagged: pd.DataFrame = self.pairs[self.pairs["tie_sensitive"]]
+        return flagged
 
     def summary_frame(self) -> pd.DataFrame:
         """One row per (run, metric): expected, oblivious, min, max, range, bias, tie_std."""
         frames = {name: report.to_dataframe()[SUMMARY_COLUMNS] for name, report in self.results.items()}
-        return pd.concat(frames, names=["run", "metric"])
+        frame: pd.DataFrame = pd.concat(frames, names=["run", "metric"])
+        return frame
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """ranx's schema (``stat_test``, ``metrics``, ``model_names``, and per run its ``scores``
         (E[M]), ``comparisons`` (p-values; None without a test) and ``win_tie_loss``), plus
         ``"tieaware"``: the tie order, every run's summary statistics and the pairs with their
         tests and flip/overlap flags (JSON-ready)."""
-        out = {"stat_test": self.stat_test, "metrics": self.metrics, "model_names": self.model_names}
+        out: dict[str, Any] = {"stat_test": self.stat_test, "metrics": self.metrics, "model_names": self.model_names}
         for run in self.model_names:
             others = [other for other in self.model_names if other != run]
             out[run] = {
@@ -159,19 +190,19 @@ class ComparisonReport(_ranx_report_class()):
         }
         return out
 
-    def to_json(self, **kwargs) -> str:
+    def to_json(self, **kwargs: Any) -> str:
         """`to_dict` as JSON, NaN (a p-value of identical runs, a metric over no queries) as null
         (`tieaware.report.strict_json`)."""
         return strict_json(self.to_dict(), **kwargs)
 
-    def save(self, path) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Write `to_dict` as JSON."""
         with atomic_output(path) as temporary:
             temporary.write_text(self.to_json(indent=2), encoding="utf-8")
 
     # ------------------------------------------------------------ formatting
     def _format(self, value: float) -> str:
-        return self.format_score(value)
+        return str(self.format_score(value))
 
     def _better_than(self, run: str, metric: str) -> list[int]:
         """Indices of the runs this run beats significantly on `metric`."""
@@ -187,9 +218,10 @@ class ComparisonReport(_ranx_report_class()):
 
     def _pair_row(self, metric: str, run_a: str, run_b: str) -> pd.Series:
         key = (metric, run_a, run_b) if (metric, run_a, run_b) in self.pairs.index else (metric, run_b, run_a)
-        return self.pairs.loc[key]
+        row: pd.Series = self.pairs.loc[[key]].iloc[0]
+        return row
 
-    def _flagged_runs(self, metric: str) -> set:
+    def _flagged_runs(self, metric: str) -> set[str]:
         flagged = self.flagged.reset_index()
         flagged = flagged[flagged["metric"] == metric]
         return set(flagged["run_a"]) | set(flagged["run_b"])
@@ -222,7 +254,8 @@ class ComparisonReport(_ranx_report_class()):
             return "No comparison can be flipped by tie order alone."
         lines = [f"Tie order alone could flip {len(flagged)} comparison(s):"]
         letter = {name: _label(i) for i, name in enumerate(self.run_names)}
-        for (metric, run_a, run_b), row in flagged.iterrows():
+        for key, row in flagged.iterrows():
+            metric, run_a, run_b = cast(tuple[str, str, str], key)  # the (metric, run_a, run_b) index
             why = []
             if row["order_flip"]:
                 why.append(f"E[M] {self._format(row['expected_a'])} vs {self._format(row['expected_b'])} but "
@@ -265,7 +298,7 @@ class ComparisonReport(_ranx_report_class()):
         lines += ["\\bottomrule", "\\end{tabular}", "\\label{tab:results}", "\\end{table}"]
         return "\n".join(lines)
 
-    def plot(self, path=None, **kwargs):
+    def plot(self, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> Figure:
         """Metric@k curves of every run (see `tieaware.plot.plot_report`)."""
         from .plot import plot_report
 
@@ -277,9 +310,9 @@ class ComparisonReport(_ranx_report_class()):
     __repr__ = __str__
 
 
-def _win_tie_loss(aligned: dict, metrics: list) -> dict:
+def _win_tie_loss(aligned: dict[str, dict[str, np.ndarray]], metrics: list[str]) -> WinTieLoss:
     """ranx's win/tie/loss counts on per-query E[M]: {(run, other): {metric: {"W", "T", "L"}}}."""
-    out = {}
+    out: WinTieLoss = {}
     for run, mine in aligned.items():
         for other, theirs in aligned.items():
             if run != other:
@@ -288,8 +321,10 @@ def _win_tie_loss(aligned: dict, metrics: list) -> dict:
     return out
 
 
-def _pairs_frame(results: dict, metrics: list, comparisons) -> pd.DataFrame:
-    rows, index = [], []
+def _pairs_frame(results: dict[str, EvaluationReport], metrics: list[str],
+                 comparisons: Comparisons | None) -> pd.DataFrame:
+    rows: list[list[Any]] = []
+    index: list[tuple[str, str, str]] = []
     names = list(results)
     for metric in metrics:
         for i, run_a in enumerate(names):
@@ -302,11 +337,12 @@ def _pairs_frame(results: dict, metrics: list, comparisons) -> pd.DataFrame:
                              float(test["p_value"]) if test else np.nan, bool(test["significant"]) if test else False,
                              order_flip, overlap, order_flip or overlap])
                 index.append((metric, run_a, run_b))
-    return pd.DataFrame(rows, columns=PAIR_COLUMNS,
-                        index=pd.MultiIndex.from_tuples(index, names=["metric", "run_a", "run_b"]))
+    frame: pd.DataFrame = pd.DataFrame(rows, columns=PAIR_COLUMNS,
+                                       index=pd.MultiIndex.from_tuples(index, names=["metric", "run_a", "run_b"]))
+    return frame
 
 
-def _aligned_expected(results: dict, metrics: list) -> dict:
+def _aligned_expected(results: dict[str, EvaluationReport], metrics: list[str]) -> dict[str, dict[str, np.ndarray]]:
     """{run: {metric: per-query E[M] array}}, queries in the first run's order (every run covers the
     qrels' queries: `evaluate` raises otherwise, or aligns them with make_comparable)."""
     first = next(iter(results.values()))[metrics[0]].per_query.index
@@ -314,7 +350,8 @@ def _aligned_expected(results: dict, metrics: list) -> dict:
             for name, report in results.items()}
 
 
-def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutations: int = 1000,
+def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], metrics: MetricsLike,
+            stat_test: str | None = "student", n_permutations: int = 1000,
             max_p: float = 0.01, random_seed: int = 42, threads: int = 0, rounding_digits: int = 3,
             show_percentages: bool = False, make_comparable: bool = False, *, oblivious: str = "trec_eval",
             relevance_level: int = 1, show_progress: bool = False,
@@ -352,6 +389,21 @@ def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutati
         ``comparisons``, ``win_tie_loss``, ``to_dataframe()``, ``to_dict()``,
         ``to_latex()``, ``print_results()``) with ``summary_frame()``, ``pairs``,
         ``flagged`` and ``plot()`` added.
+
+    Raises:
+        InputError: an unknown ``stat_test``, no runs, one run where a list or dict is expected, two runs
+            of one name, or data `evaluate` refuses (a run's queries differing from the qrels' without
+            ``make_comparable``: `QueryMismatchError`).
+        UnknownMetricError: a metric name in none of the syntaxes.
+
+    Examples:
+        >>> import tieaware
+        >>> qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+        >>> runs = {"tied": {"q1": {"d1": 0.5, "d2": 0.5}, "q2": {"d1": 0.5, "d2": 0.5}},
+        ...         "sure": {"q1": {"d1": 0.9, "d2": 0.1}, "q2": {"d1": 0.1, "d2": 0.9}}}
+        >>> report = tieaware.compare(qrels, runs, ["mrr", "P@1"], stat_test=None)
+        >>> [(run, float(report.results[run]["P@1"]), report.results[run]["P@1"].range) for run in runs]
+        [('tied', 0.5, 1.0), ('sure', 1.0, 0.0)]
     """
     if stat_test is not None and stat_test not in STAT_TESTS:
         raise InputError(f"stat_test must be one of {STAT_TESTS} or None, got {stat_test!r}.")
@@ -360,13 +412,14 @@ def compare(qrels, runs, metrics, stat_test: str | None = "student", n_permutati
     named = named_runs(runs)
     if not named:
         raise InputError("No runs to compare.")
-    results = {}
+    results: dict[str, EvaluationReport] = {}
     for name in progress(list(named), unit="run", desc="evaluating", show=show_progress, delay=1.0):
-        results[name] = evaluate(qrels, named[name], metric_names, threads=threads, make_comparable=make_comparable,
-                                 oblivious=oblivious, relevance_level=relevance_level,
-                                 ignore_identical_ids=ignore_identical_ids)
+        # a list of metric names gives an EvaluationReport
+        results[name] = cast(EvaluationReport, evaluate(
+            qrels, named[name], metric_names, threads=threads, make_comparable=make_comparable, oblivious=oblivious,
+            relevance_level=relevance_level, ignore_identical_ids=ignore_identical_ids))
     aligned = _aligned_expected(results, metric_names)
-    comparisons = None
+    comparisons: Comparisons | None = None
     if stat_test is not None and len(results) > 1:
         from ranx.statistical_tests import compute_statistical_significance
 
@@ -393,7 +446,8 @@ def metric_at_k(metric: str, k: int) -> str:
                              "plot families with a cutoff such as ndcg, P, recall, mrr, map.")
 
 
-def compare_at_k(qrels, runs, metric="ndcg", ks=DEFAULT_KS, *, oblivious: str = "trec_eval",
+def compare_at_k(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike],
+                 metric: str | Sequence[str] = "ndcg", ks: Iterable[int] = DEFAULT_KS, *, oblivious: str = "trec_eval",
                  relevance_level: int = 1, make_comparable: bool = False) -> ComparisonReport:
     """`compare` (without significance tests) of ``metric@k`` for every k: the numbers behind
     metric@k curves.
@@ -410,8 +464,10 @@ def compare_at_k(qrels, runs, metric="ndcg", ks=DEFAULT_KS, *, oblivious: str = 
                    make_comparable=make_comparable)
 
 
-def plot_at_k(qrels, runs, metric="ndcg", ks=DEFAULT_KS, path=None, *, oblivious: str = "trec_eval",
-              relevance_level: int = 1, make_comparable: bool = False, title: str | None = None, dpi: int = 150):
+def plot_at_k(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], metric: str | Sequence[str] = "ndcg",
+              ks: Iterable[int] = DEFAULT_KS, path: str | os.PathLike[str] | None = None, *,
+              oblivious: str = "trec_eval", relevance_level: int = 1, make_comparable: bool = False,
+              title: str | None = None, dpi: int = 150) -> Figure:
     """`compare_at_k`, drawn by `tieaware.plot.plot_report` (E[M] against k per run, the [min, max]
     band over tie orders and the oblivious values); saved to ``path`` when given.
 

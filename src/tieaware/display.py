@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from tqdm import tqdm
 
 DIGITS = 4
 
@@ -19,7 +24,7 @@ def fixed(value: float, digits: int = DIGITS, width: int = 0) -> str:
     return f"{round(float(value), digits) + 0.0:{width}.{digits}f}"
 
 
-def text_table(frame, digits: int = DIGITS, *, index: bool = True) -> str:
+def text_table(frame: pd.DataFrame, digits: int = DIGITS, *, index: bool = True) -> str:
     """A pandas DataFrame as aligned text, floats through `fixed`."""
     return frame.to_string(index=index, float_format=lambda x: fixed(x, digits))
 
@@ -38,8 +43,8 @@ def plain_table(headers: Sequence[str], rows: Iterable[Sequence[str]], *,
     return "\n".join(line.rstrip() for line in text.splitlines())
 
 
-def progress(items: Iterable | None = None, *, total: int | None = None, unit: str = "it", desc: str | None = None,
-             show: bool | None = None, delay: float = 0.0, leave: bool = True):
+def progress(items: Iterable[Any] | None = None, *, total: int | None = None, unit: str = "it", desc: str | None = None,
+             show: bool | None = None, delay: float = 0.0, leave: bool = True) -> tqdm[Any]:
     """A tqdm bar on stderr. ``show``: True draws it, False never, None only when stderr is a terminal;
     ``delay``: seconds before it appears (short loops stay silent); ``leave``: keep it when done."""
     from tqdm.auto import tqdm

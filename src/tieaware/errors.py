@@ -7,12 +7,30 @@ those keeps working, and the CLI can catch input errors without hiding bugs.
 
 
 class TieawareError(ValueError):
-    """Base class of every error tieaware raises on bad input."""
+    """Base class of every error tieaware raises on bad input.
+
+    Examples:
+        >>> import tieaware
+        >>> try:
+        ...     tieaware.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": float("nan")}}, "mrr")
+        ... except tieaware.TieawareError as error:
+        ...     print(type(error).__name__, isinstance(error, ValueError))
+        InputError True
+    """
 
 
 class InputError(TieawareError):
     """Qrels or run data that cannot be evaluated; the message names the
-    query, document, file line or column at fault."""
+    query, document, file line or column at fault.
+
+    Examples:
+        >>> import tieaware
+        >>> try:
+        ...     tieaware.census({"q1": {"d1": 0.5}}, ks=[0])
+        ... except tieaware.InputError as error:
+        ...     print(error)
+        census cutoffs must be positive integers, got [0].
+    """
 
 
 class MissingFileError(InputError, FileNotFoundError):
@@ -42,7 +60,16 @@ class QueryValueError(InputError):
 
 
 class UnknownMetricError(TieawareError):
-    """A metric name in none of the supported syntaxes; the message lists them."""
+    """A metric name in none of the supported syntaxes; the message lists them.
+
+    Examples:
+        >>> import tieaware
+        >>> try:
+        ...     tieaware.parse_metric("ndcg@ten")
+        ... except tieaware.UnknownMetricError as error:
+        ...     print(type(error).__name__, isinstance(error, ValueError))
+        UnknownMetricError True
+    """
 
 
 class QueryMismatchError(InputError):
@@ -53,7 +80,7 @@ class QueryMismatchError(InputError):
         extra: query ids in the run but not in the qrels.
     """
 
-    def __init__(self, missing: list, extra: list, remedy: str = "pass `make_comparable=True`"):
+    def __init__(self, missing: list[str], extra: list[str], remedy: str = "pass `make_comparable=True`"):
         self.missing, self.extra = missing, extra
         parts = []
         if missing:

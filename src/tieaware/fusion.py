@@ -12,10 +12,18 @@ with `tieaware.evaluate`. On a tie (equal objective) the later trial wins, as in
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from .arguments import is_limit
 from .errors import InputError
 from .evaluation import evaluate
+from .report import MetricResult
+
+if TYPE_CHECKING:
+    import ranx
+
+    from .inputs import QrelsLike
 
 #: ranx fusion methods tuned over ranx's weight grid (``params={"weights": ...}``)
 WEIGHT_METHODS = ("wsum", "wmnz", "w_bordafuse", "w_condorcet", "mixed")
@@ -24,7 +32,7 @@ WEIGHT_METHODS = ("wsum", "wmnz", "w_bordafuse", "w_condorcet", "mixed")
 OBJECTIVES = ("expected", "min", "penalized", "oblivious")
 
 
-def trial_params(method: str, n_runs: int, **kwargs) -> list[dict]:
+def trial_params(method: str, n_runs: int, **kwargs: Any) -> list[dict[str, Any]]:
     """The parameters ``ranx.optimize_fusion`` tries for ``method``, in its order.
 
     RRF: ``{"k": k}`` for k in ``range(min_k, max_k + 1, step)`` (ranx's defaults 10, 100, 10);
@@ -46,13 +54,13 @@ def trial_params(method: str, n_runs: int, **kwargs) -> list[dict]:
     raise InputError(f"optimize_fusion tunes 'rrf' and the weighted methods {WEIGHT_METHODS}, got {method!r}.")
 
 
-def _only(kwargs: dict, allowed: tuple, method: str) -> None:
+def _only(kwargs: Mapping[str, object], allowed: tuple[str, ...], method: str) -> None:
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
         raise InputError(f"{method}: unknown search option(s) {unknown}; it takes {list(allowed)}.")
 
 
-def objective_value(result, objective: str = "expected", penalty: float = 1.0) -> float:
+def objective_value(result: MetricResult, objective: str = "expected", penalty: float = 1.0) -> float:
     """The value `optimize_fusion` maximises for one `MetricResult` (see `OBJECTIVES`)."""
     if objective == "expected":
         return result.expected
@@ -65,10 +73,10 @@ def objective_value(result, objective: str = "expected", penalty: float = 1.0) -
     raise InputError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
 
 
-def optimize_fusion(qrels, runs: list, norm: str | None = "min-max", method: str = "wsum", metric: str = "ndcg",
-                    return_optimization_report: bool = False, rounding_digits: int = 3,
+def optimize_fusion(qrels: QrelsLike, runs: Sequence[ranx.Run], norm: str | None = "min-max", method: str = "wsum",
+                    metric: str = "ndcg", return_optimization_report: bool = False, rounding_digits: int = 3,
                     show_percentages: bool = False, *, objective: str = "expected", penalty: float = 1.0,
-                    relevance_level: float = 1, **kwargs):
+                    relevance_level: float = 1, **kwargs: Any) -> dict[str, Any] | tuple[dict[str, Any], Any]:
     """``ranx.optimize_fusion`` with a tie-aware objective; the same call and return.
 
     Args:
@@ -105,10 +113,12 @@ def optimize_fusion(qrels, runs: list, norm: str | None = "min-max", method: str
         raise InputError(f"optimize_fusion needs two or more runs, got {len(runs)}.")
     trials = trial_params(method, len(runs), **kwargs)
     best_value, best = -math.inf, trials[0]
-    values, results = {}, {}
+    values: dict[str, float] = {}
+    results: dict[str, MetricResult] = {}
     for params in trials:
         fused = ranx.fuse(runs, norm=norm, method=method, params=params)
-        result = evaluate(qrels, fused, metric, oblivious="ranx", relevance_level=relevance_level)
+        # one metric name gives a MetricResult
+        result = cast(MetricResult, evaluate(qrels, fused, metric, oblivious="ranx", relevance_level=relevance_level))
         key = str(next(iter(params.values())))
         results[key] = result
         values[key] = value = objective_value(result, objective, penalty)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .errors import InputError
@@ -20,7 +20,7 @@ from .raw_files import STDIN
 
 
 @contextlib.contextmanager
-def atomic_output(path) -> Iterator[Path]:
+def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a fresh temporary path next to ``path`` (same folder and suffix, hidden name) for the
     caller to write; rename it to ``path`` when the block ends without an exception, else remove it.
 
@@ -39,7 +39,7 @@ def atomic_output(path) -> Iterator[Path]:
         raise
 
 
-def check_utf8_ids(ids, where: str) -> None:
+def check_utf8_ids(ids: Iterable[str], where: str) -> None:
     """Refuse query ids that UTF-8 cannot encode (lone surrogates) before an output is written.
 
     Raises:
@@ -72,7 +72,7 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def check_outputs(outputs, inputs) -> None:
+def check_outputs(outputs: Iterable[str | os.PathLike[str] | None], inputs: Iterable[object]) -> None:
     """Refuse an output path that is one of the input paths (or the same file under another name).
 
     Args:

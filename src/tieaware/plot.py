@@ -10,9 +10,11 @@ draws: the metric@k numbers come from `tieaware.comparison` (`compare_at_k`,
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -20,11 +22,27 @@ from .errors import InputError, UnknownMetricError
 from .metrics import parse_metric
 from .outputs import atomic_output
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    from .report import EvaluationReport
+
+class PlottedReport(Protocol):
+    """What `plot_report` reads of a `tieaware.comparison.ComparisonReport` (named here without importing
+    that module, which imports this one)."""
+
+    metrics: list[str]
+    run_names: list[str]
+    results: dict[str, EvaluationReport]
+    oblivious_order: str
+
+
 #: Horizontal factor between neighbouring runs' bars on the log k axis.
 DODGE = 1.07
 
 
-def _matplotlib():
+def _matplotlib() -> tuple[type[Figure], type[Line2D]]:
     """matplotlib's Figure and Line2D (no pyplot: no global state, no GUI backend)."""
     try:
         from matplotlib.figure import Figure
@@ -34,7 +52,7 @@ def _matplotlib():
     return Figure, Line2D
 
 
-def check_image_path(path) -> None:
+def check_image_path(path: str | os.PathLike[str]) -> None:
     """Refuse, before any work, an image path whose suffix names no format matplotlib writes
     (``FigureCanvasBase.get_supported_filetypes``); no suffix means matplotlib's default, PNG.
 
@@ -52,10 +70,10 @@ def check_image_path(path) -> None:
                          f"{', '.join(sorted(formats))}.")
 
 
-def _families(metrics: list) -> dict:
+def _families(metrics: list[str]) -> dict[str, list[tuple[int, str]]]:
     """{label like 'ndcg@k': [(k, metric name), ...] sorted by k} for the metrics with a cutoff."""
-    groups: dict = {}
-    labels: dict = {}
+    groups: dict[Any, list[tuple[int, str]]] = {}
+    labels: dict[Any, str] = {}
     for name in metrics:
         spec = parse_metric(name)
         if spec.k is None:
@@ -66,7 +84,8 @@ def _families(metrics: list) -> dict:
     return {labels[key]: sorted(members) for key, members in groups.items()}
 
 
-def plot_report(report, path=None, *, title: str | None = None, dpi: int = 150):
+def plot_report(report: PlottedReport, path: str | os.PathLike[str] | None = None, *, title: str | None = None,
+                dpi: int = 150) -> Figure:
     """Draw a `ComparisonReport`'s metrics that have a cutoff, one column per metric family.
 
     Args:
@@ -127,7 +146,7 @@ def plot_report(report, path=None, *, title: str | None = None, dpi: int = 150):
     return figure
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     """Deprecated aliases: ``plot_at_k``, ``metric_at_k`` and ``DEFAULT_KS`` live in `tieaware.comparison`."""
     if name in ("plot_at_k", "metric_at_k", "DEFAULT_KS"):
         import warnings

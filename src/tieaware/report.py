@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .display import text_table
 
@@ -48,6 +50,14 @@ class MetricResult(float):
             range, bias and variance (over tie orderings).
         query_ids: the queries (a tuple), in the order of per_query (the run's).
         oblivious_order: "trec_eval", "ranx" or "input".
+
+    Examples:
+        >>> import tieaware
+        >>> result = tieaware.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.5, "d2": 0.5}}, "mrr")
+        >>> float(result), result.min, result.max, result.range, result.bias
+        (0.75, 0.5, 1.0, 0.5, -0.25)
+        >>> result.per_query_values("range")
+        array([0.5])
     """
 
     name: str
@@ -59,8 +69,10 @@ class MetricResult(float):
     range: float
     bias: float
     tie_std: float
-    query_ids: tuple
+    query_ids: tuple[str, ...]
     oblivious_order: str
+    _table: npt.NDArray[np.float64]
+    _per_query: pd.DataFrame | None
 
     def __new__(cls, name: str, per_query: pd.DataFrame, oblivious_order: str,
                 aggregate: str = "mean") -> MetricResult:
@@ -70,7 +82,7 @@ class MetricResult(float):
         return self
 
     @classmethod
-    def from_table(cls, name: str, query_ids: list, table: np.ndarray, oblivious_order: str,
+    def from_table(cls, name: str, query_ids: Sequence[str], table: np.ndarray, oblivious_order: str,
                    aggregate: str = "mean") -> MetricResult:
         """From a kernel table (Q, 5) with columns E, Var, min, max, oblivious per query (`KERNEL_COLUMNS`),
         kept as given (the evaluate path's are read-only); ``per_query`` is built from it when first
@@ -111,14 +123,14 @@ class MetricResult(float):
     def per_query_values(self, statistic: str = "expected") -> np.ndarray:
         """One per-query column of `per_query` as a numpy array (a copy; query order: the run's),
         read without building the DataFrame."""
-        column = {c: self._table[:, i] for i, c in enumerate(KERNEL_COLUMNS)}
+        column: dict[str, npt.NDArray[np.float64]] = {c: self._table[:, i] for i, c in enumerate(KERNEL_COLUMNS)}
         if statistic == "range":
             return column["max"] - column["min"]
         if statistic == "bias":
             return column["oblivious"] - column["expected"]
         if statistic not in column:
             raise KeyError(f"unknown per-query statistic {statistic!r}; known: {PER_QUERY_COLUMNS}")
-        return column[statistic].copy()
+        return np.array(column[statistic])
 
     @property
     def std(self) -> float:
@@ -131,7 +143,7 @@ class MetricResult(float):
         """E[M] as a plain Python float, as ``numpy.float64.item()`` (what ``ranx.evaluate`` returns)."""
         return float(self)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., MetricResult], tuple[Any, ...]]:
         return (MetricResult.from_table, (self.name, self.query_ids, self._table, self.oblivious_order,
                                           self.aggregate))
 
@@ -144,9 +156,9 @@ class MetricResult(float):
         """Queries whose value depends on the order of tied documents (range > 0)."""
         return int((self.per_query_values("range") > 0).sum())
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Summary as plain floats (JSON-ready)."""
-        out = {"metric": self.name}
+        out: dict[str, Any] = {"metric": self.name}
         out.update({c: getattr(self, c) for c in SUMMARY_COLUMNS})
         out.update(oblivious_order=self.oblivious_order, n_queries=self.n_queries,
                    n_queries_with_ties=self.n_queries_with_ties)
@@ -157,27 +169,37 @@ class MetricResult(float):
         return EvaluationReport({self.name: self}).table()
 
 
-class EvaluationReport(dict):
-    """Several metrics: a dict ``{name: MetricResult}`` (what ranx returns, with extras)."""
+class EvaluationReport(dict[str, MetricResult]):
+    """Several metrics: a dict ``{name: MetricResult}`` (what ranx returns, with extras).
+
+    Examples:
+        >>> import tieaware
+        >>> report = tieaware.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.5, "d2": 0.5}}, ["mrr", "P@1"])
+        >>> {name: float(result) for name, result in report.items()}
+        {'mrr': 0.75, 'P@1': 0.5}
+        >>> report.to_dataframe()["range"].tolist()
+        [0.5, 1.0]
+    """
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per metric: expected, oblivious, min, max, range, bias, tie_std."""
         import pandas as pd
 
         rows = [r.to_dict() for r in self.values()]
-        return pd.DataFrame(rows).set_index("metric") if rows else pd.DataFrame(columns=SUMMARY_COLUMNS)
+        frame: pd.DataFrame = pd.DataFrame(rows).set_index("metric") if rows else pd.DataFrame(columns=SUMMARY_COLUMNS)
+        return frame
 
     def per_query(self) -> pd.DataFrame:
         """Long table: one row per (metric, query)."""
         import pandas as pd
 
         frames = [r.per_query.reset_index(drop=True) for r in self.values()]
-        frame = pd.concat(frames, ignore_index=True)
+        frame: pd.DataFrame = pd.concat(frames, ignore_index=True)
         metrics = pd.Index([name for name, r in self.items() for _ in range(r.n_queries)], name="metric")
         frame.index = pd.MultiIndex.from_arrays([metrics, query_index([q for r in self.values() for q in r.query_ids])])
         return frame
 
-    def to_json(self, **kwargs) -> str:
+    def to_json(self, **kwargs: Any) -> str:
         """`to_dict` of every metric as a JSON list; NaN (a metric over no queries) is written as null,
         since strict JSON has no NaN (`strict_json`). ``kwargs`` go to ``json.dumps``."""
         return strict_json([r.to_dict() for r in self.values()], **kwargs)
@@ -190,7 +212,7 @@ class EvaluationReport(dict):
         return text_table(frame, digits)
 
 
-def _finite_or_none(value):
+def _finite_or_none(value: object) -> object:
     if isinstance(value, dict):
         return {key: _finite_or_none(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
@@ -200,7 +222,7 @@ def _finite_or_none(value):
     return value
 
 
-def strict_json(obj, **kwargs) -> str:
+def strict_json(obj: object, **kwargs: Any) -> str:
     """``json.dumps(obj, **kwargs)`` with every NaN and infinity written as null: Python's ``NaN`` and
     ``Infinity`` are not JSON, and strict parsers (JavaScript's, jq, ``json.loads`` with
     ``parse_constant`` raising) reject them.
@@ -211,7 +233,7 @@ def strict_json(obj, **kwargs) -> str:
     return json.dumps(_finite_or_none(obj), allow_nan=False, **kwargs)
 
 
-def per_query_frame(query_ids: list, table: np.ndarray) -> pd.DataFrame:
+def per_query_frame(query_ids: Sequence[str], table: np.ndarray) -> pd.DataFrame:
     """Per-query DataFrame from a kernel table with columns `KERNEL_COLUMNS` (pandas is imported
     here, when a table is first asked for: ~0.15 s of every process's first evaluate otherwise).
     Query ids that UTF-8 cannot encode (a lone surrogate, as ``json.loads('"\\udcff"')`` gives)
@@ -219,19 +241,22 @@ def per_query_frame(query_ids: list, table: np.ndarray) -> pd.DataFrame:
     import pandas as pd
 
     expected, variance, low, high, oblivious = table.T
-    frame = pd.DataFrame({
+    frame: pd.DataFrame = pd.DataFrame({
         "expected": expected, "oblivious": oblivious, "min": low, "max": high,
         "range": high - low, "bias": oblivious - expected, "variance": variance,
     }, index=query_index(query_ids))
-    return frame[PER_QUERY_COLUMNS]
+    ordered: pd.DataFrame = frame[PER_QUERY_COLUMNS]
+    return ordered
 
 
-def query_index(query_ids: list) -> pd.Index:
+def query_index(query_ids: Sequence[str]) -> pd.Index:
     """The index ``query_id`` of per-query tables: pandas' string dtype, or object dtype when an id
     UTF-8 cannot encode (a lone surrogate; pandas' string dtype holds UTF-8 only), kept exactly."""
     import pandas as pd
 
+    index: pd.Index
     try:
-        return pd.Index(query_ids, name="query_id")
+        index = pd.Index(query_ids, name="query_id")
     except UnicodeEncodeError:
-        return pd.Index(query_ids, name="query_id", dtype=object)
+        index = pd.Index(list(query_ids), name="query_id", dtype=object)
+    return index

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
@@ -24,7 +25,14 @@ from .display import text_table
 from .errors import InputError
 from .evaluation import evaluate
 from .metrics import expand_names, metric_keys
-from .report import EvaluationReport
+from .report import EvaluationReport, MetricResult
+
+if TYPE_CHECKING:
+    from .inputs import QrelsLike, RunLike
+    from .metrics import MetricsLike
+
+#: a limit: one number for every metric, ``{metric: number}``, or None (not checked)
+Limit = float | Mapping[Any, float] | None
 
 #: Limit keyword -> (statistic it bounds, how the message names it).
 LIMITS = {"max_range": ("range", "range"), "max_abs_bias": ("bias", "|bias|"), "max_std": ("tie_std", "tie_std")}
@@ -97,9 +105,10 @@ class TieStability:
         return "\n".join(lines)
 
 
-def check_tie_stability(qrels, run, metrics, *, max_range=None, max_abs_bias=None, max_std=None,
-                        oblivious: str = "trec_eval", relevance_level: float = 1, make_comparable: bool = False,
-                        dtype=None) -> TieStability:
+def check_tie_stability(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, *, max_range: Limit = None,
+                        max_abs_bias: Limit = None, max_std: Limit = None, oblivious: str = "trec_eval",
+                        relevance_level: float = 1, make_comparable: bool = False,
+                        dtype: object = None) -> TieStability:
     """Evaluate with `tieaware.evaluate` and hold each metric to its limits; never raises on a breach.
 
     Args:
@@ -119,9 +128,10 @@ def check_tie_stability(qrels, run, metrics, *, max_range=None, max_abs_bias=Non
     names = metric_keys(metrics)[0]
     given = {"max_range": max_range, "max_abs_bias": max_abs_bias, "max_std": max_std}
     limits = {name: _limits_of(name, given, names) for name in names}
-    results = evaluate(qrels, run, names, oblivious=oblivious, relevance_level=relevance_level,
-                       make_comparable=make_comparable)
-    violations = {}
+    # a list of metric names gives an EvaluationReport
+    results = cast(EvaluationReport, evaluate(qrels, run, names, oblivious=oblivious, relevance_level=relevance_level,
+                                              make_comparable=make_comparable))
+    violations: dict[str, list[str]] = {}
     for name, result in results.items():
         violations[name] = []
         for key, bound in limits[name].items():
@@ -135,9 +145,10 @@ def check_tie_stability(qrels, run, metrics, *, max_range=None, max_abs_bias=Non
     return stability
 
 
-def assert_tie_stable(qrels, run, metrics, *, max_range=None, max_abs_bias=None, max_std=None,
-                      oblivious: str = "trec_eval", relevance_level: float = 1, make_comparable: bool = False,
-                      dtype=None):
+def assert_tie_stable(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, *, max_range: Limit = None,
+                      max_abs_bias: Limit = None, max_std: Limit = None, oblivious: str = "trec_eval",
+                      relevance_level: float = 1, make_comparable: bool = False,
+                      dtype: object = None) -> MetricResult | EvaluationReport:
     """Assert that no metric moves more under tie order than its limits allow.
 
     Under pytest with tieaware's plugin, every call is recorded in the "tie stability" summary and
@@ -169,9 +180,9 @@ def assert_tie_stable(qrels, run, metrics, *, max_range=None, max_abs_bias=None,
 __all__ = ["TieInstabilityError", "TieStability", "assert_tie_stable", "check_tie_stability", "observe_checks"]
 
 
-def _limits_of(metric: str, given: dict, metrics: list[str]) -> dict[str, float]:
+def _limits_of(metric: str, given: dict[str, Limit], metrics: list[str]) -> dict[str, float]:
     """The limits that apply to one metric, validated: {keyword: value}."""
-    limits = {}
+    limits: dict[str, float] = {}
     for key, limit in given.items():
         if isinstance(limit, Mapping):
             limit = {name: value for key, value in limit.items() for name in expand_names(key)}

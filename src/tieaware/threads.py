@@ -45,7 +45,7 @@ def limited(threads: int) -> Iterator[None]:
 def n_threads() -> int:
     """CPUs this process may use, at most ``NUMBA_NUM_THREADS``, or the `limited` number."""
     available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    limit = _LIMIT.get() or int(config.NUMBA_NUM_THREADS)
+    limit = _LIMIT.get() or int(config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]  # set at run time
     return max(1, min(int(available or 1), limit))
 
 

@@ -13,13 +13,15 @@ on first use with the real data.
 """
 from __future__ import annotations
 
+import functools
 import pkgutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from .registry import FAMILIES
 
@@ -31,12 +33,12 @@ _RUN = {"q1": {"d6": 1.0, "d1": 0.5, "d2": 0.5, "d3": 0.5, "d4": 0.25, "d5": 0.2
         "q2": {"d1": 0.75, "d2": 0.75, "d3": 0.75, "d4": 0.75}, "q3": {"d1": 0.9, "d2": 0.8}}
 
 
-def _dispatchers() -> list:
+def _dispatchers() -> list[Any]:
     """Every jitted function of `tieaware.kernels`."""
     from .kernels.numba_compat import Dispatcher
 
     kernels = import_module("tieaware.kernels")
-    found = []
+    found: list[Any] = []
     for info in pkgutil.walk_packages(kernels.__path__, "tieaware.kernels."):
         module = import_module(info.name)
         found += [obj for obj in vars(module).values()
@@ -44,17 +46,18 @@ def _dispatchers() -> list:
     return found
 
 
-def _cache_dir(dispatchers: list) -> str | None:
+def _cache_dir(dispatchers: list[Any]) -> str | None:
     """NUMBA_CACHE_DIR when set, else where numba put the first kernel's cache (next to the sources,
     or a user-wide folder when those are read-only)."""
     from numba import config
 
-    if config.CACHE_DIR:
-        return config.CACHE_DIR
-    return dispatchers[0].stats.cache_path if dispatchers else None
+    cache_dir: str = config.CACHE_DIR  # type: ignore[attr-defined]  # numba.config sets it at run time
+    if cache_dir:
+        return cache_dir
+    return str(dispatchers[0].stats.cache_path) if dispatchers else None
 
 
-def _cache_counts(dispatchers: list) -> tuple[int, int]:
+def _cache_counts(dispatchers: list[Any]) -> tuple[int, int]:
     """(signatures compiled, signatures loaded from the cache) so far."""
     compiled = sum(sum(d.stats.cache_misses.values()) for d in dispatchers)
     loaded = sum(sum(d.stats.cache_hits.values()) for d in dispatchers)
@@ -70,7 +73,7 @@ def _read_a_trec_file() -> None:
         read_trec_run(path)
 
 
-def warmup(verbose: bool = True, file: TextIO | None = None) -> dict:
+def warmup(verbose: bool = True, file: TextIO | None = None) -> dict[str, Any]:
     """Compile, or load from numba's cache, every kernel `evaluate` and `census` use.
 
     Evaluates one metric of every family (`tieaware.registry.Family.warmup`) on a tiny synthetic
@@ -99,7 +102,7 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict:
     elif not verbose:
         file = None
 
-    def step(label: str, action) -> None:
+    def step(label: str, action: Callable[[], object]) -> None:
         began = time.perf_counter()
         action()
         steps[label] = time.perf_counter() - began
@@ -108,7 +111,7 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict:
 
     if file is not None:
         print("tieaware warmup: compiling the numba kernels into numba's cache", file=file, flush=True)
-    modules: dict = {}
+    modules: dict[str, Any] = {}
     step("import numba and the kernels", lambda: modules.update(
         evaluation=import_module("tieaware.evaluation"), tie_census=import_module("tieaware.tie_census"),
         ranked_lists=import_module("tieaware.ranked_lists")))
@@ -117,18 +120,18 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict:
     evaluate = modules["evaluation"].evaluate
     step("tie groups, trec_eval's tie order",
          lambda: modules["ranked_lists"].ranked_lists(_QRELS, _RUN).tool_rank("trec_eval"))
-    by_module: dict[str, list] = {}
+    by_module: dict[str, list[str]] = {}
     for family in FAMILIES.values():
         by_module.setdefault(family.kernel_module.rsplit(".", 1)[-1], []).append(family.warmup)
     for module, metrics in by_module.items():
-        step(f"{module} family: {', '.join(metrics)}", lambda metrics=metrics: evaluate(_QRELS, _RUN, metrics))
+        step(f"{module} family: {', '.join(metrics)}", functools.partial(evaluate, _QRELS, _RUN, metrics))
     for order, label in (("ranx", "ranx's tie order"), ("input", "input order")):
-        step(label, lambda order=order: evaluate(_QRELS, _RUN, "ndcg@3", oblivious=order))
+        step(label, functools.partial(evaluate, _QRELS, _RUN, "ndcg@3", oblivious=order))
     step("ir_measures' tie orders", lambda: evaluate(_QRELS, _RUN, ["RR@2", "nDCG@3"], oblivious="ir_measures"))
     step("tie census", lambda: modules["tie_census"].census(_RUN, ks=(1, 2, 10)))
     step("TREC file reader", _read_a_trec_file)
     after = _cache_counts(dispatchers)
-    summary = {"steps": steps, "seconds": time.perf_counter() - start, "compiled": after[0] - before[0],
+    summary: dict[str, Any] = {"steps": steps, "seconds": time.perf_counter() - start, "compiled": after[0] - before[0],
                "loaded": after[1] - before[1], "cache_dir": _cache_dir(dispatchers)}
     if file is not None:
         print(f"done in {summary['seconds']:.2f} s: {summary['compiled']} functions compiled and cached, "

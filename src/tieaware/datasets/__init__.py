@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Literal, overload
 
 from ..errors import MissingFileError
 
@@ -136,6 +137,10 @@ def cranfield(root: str | Path | None = None) -> CranfieldFiles:
     )
 
 
+@overload
+def _plain_or_gz(target: Path, required: Literal[True]) -> Path: ...
+@overload
+def _plain_or_gz(target: Path, required: bool = False) -> Path | None: ...
 def _plain_or_gz(target: Path, required: bool = False) -> Path | None:
     """``target`` or ``target.gz``, whichever exists (plain first)."""
     for candidate in (target, target.with_name(target.name + ".gz")):

@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, overload
 
 import numpy as np
 import ranx
@@ -15,9 +16,16 @@ import torch
 
 from ..display import progress
 from ..errors import InputError, InputTypeError, MissingFileError, MissingIdError
-from ..inputs import load_run
+from ..inputs import RunLike, load_run
 from ..tie_census import census
 from . import _sentence_transformers as _st
+
+#: a model: a loaded transformers model or sentence-transformers object, a local folder or a hub id
+ModelLike = str | os.PathLike[str] | torch.nn.Module
+#: a precision: "fp32", "fp16", "bf16", a torch float dtype, or None (keep a loaded model's)
+DtypeLike = str | torch.dtype | None
+#: each query's candidate documents: a ranx Run, {qid: {docid: score}} or a TREC run path; or {qid: [docid, ...]}
+CandidatesLike = RunLike | Mapping[str, Sequence[str]]
 
 DTYPES = {
     "fp32": torch.float32, "float32": torch.float32,
@@ -43,7 +51,11 @@ MODE_SUFFIX = {"none": "", "upcast": "+hps", "head": "+hps_head"}
 DEFAULT_MAX_LENGTH = 512
 
 
-def parse_dtype(dtype) -> torch.dtype | None:
+@overload
+def parse_dtype(dtype: None) -> None: ...
+@overload
+def parse_dtype(dtype: str | torch.dtype) -> torch.dtype: ...
+def parse_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
     """'fp32' / 'fp16' / 'bf16' (or their torch names, or a torch float dtype) -> torch dtype; None stays None."""
     if dtype is None:
         return None
@@ -96,7 +108,7 @@ def load_model(model, tokenizer, auto_class, dtype: torch.dtype | None, device: 
     given), with settings from its sentence-transformers config files when it has them; a hub id is loaded
     with `auto_class`; a loaded transformers model needs its tokenizer. A loaded model is never changed:
     see `own_copy`. dtype None keeps a loaded model's dtype and loads a path in fp32."""
-    settings = {}
+    settings: dict[str, Any] = {}
     loaded = True
     if _st.sentence_transformers_kind(model) is not None:
         if sentence_transformers_class is None:
@@ -350,8 +362,9 @@ class Scorer:
     #: the sentence-transformers class this scorer takes loaded (None: none)
     sentence_transformers_class: str | None = None
 
-    def __init__(self, model, tokenizer=None, *, dtype=None, hps=DEFAULT_HPS, batch_size: int = 32,
-                 device=None, max_length: int | None = None, show_progress: bool = True):
+    def __init__(self, model: ModelLike, tokenizer: Any = None, *, dtype: DtypeLike = None,
+                 hps: bool | str = DEFAULT_HPS, batch_size: int = 32, device: str | torch.device | None = None,
+                 max_length: int | None = None, show_progress: bool = True) -> None:
         import transformers
 
         if batch_size < 1 or (max_length is not None and max_length < 1):
@@ -367,7 +380,7 @@ class Scorer:
             max_length = self.model_settings.get("max_length") or DEFAULT_MAX_LENGTH
         self.batch_size, self.max_length, self.show_progress = batch_size, max_length, show_progress
 
-    def rerank(self, queries: Mapping[str, str], corpus: Mapping[str, str], candidates, *,
+    def rerank(self, queries: Mapping[str, str], corpus: Mapping[str, str], candidates: CandidatesLike, *,
                k: int | None = None, name: str | None = None) -> ranx.Run:
         """Score each query's candidates (ranx Run, {qid: {docid: score}} or TREC run path) -> ranx Run,
         optionally cut at k keeping every doc tied with the k-th. The tie census of the top k goes to
@@ -387,7 +400,8 @@ class Scorer:
             raise InputError(f"{len(query_texts)} query texts but {len(doc_texts)} document texts")
         return self._score_pairs(list(query_texts), list(doc_texts), (self.mode,))[self.mode]
 
-    def rerank_modes(self, queries, corpus, candidates, modes, k=None) -> dict[str, ranx.Run]:
+    def rerank_modes(self, queries: Mapping[str, str], corpus: Mapping[str, str], candidates: CandidatesLike,
+                     modes: Sequence[str], k: int | None = None) -> dict[str, ranx.Run]:
         """`rerank` in several precision modes ('none', 'upcast', 'head') from one pass over the
         candidates: each forward pass is shared by the modes (what `sweep` uses) -> {mode: Run}."""
         candidates = checked_candidates(queries, corpus, candidates)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError, InputTypeError
 
@@ -29,7 +30,7 @@ ACTIVATION_NAMES = {"Sigmoid": "sigmoid", "Identity": "identity"}
 NO_LENGTH_LIMIT = 1_000_000
 
 
-def sentence_transformers_kind(model) -> str | None:
+def sentence_transformers_kind(model: object) -> str | None:
     """'SentenceTransformer' or 'CrossEncoder' for a loaded sentence-transformers object, else None."""
     if "sentence_transformers" not in sys.modules:  # no sentence-transformers object can exist
         return None
@@ -40,20 +41,20 @@ def sentence_transformers_kind(model) -> str | None:
     return None
 
 
-def length_limit(value) -> int | None:
+def length_limit(value: Any) -> int | None:
     """A max_seq_length / model_max_length as an int, None when unset or the tokenizer's 'no limit' sentinel."""
     return int(value) if value is not None and 0 < value <= NO_LENGTH_LIMIT else None
 
 
-def tokenizer_limit(tokenizer, config) -> int | None:
+def tokenizer_limit(tokenizer: Any, config: Any) -> int | None:
     """The length sentence-transformers truncates at when its config names none: the tokenizer's
     model_max_length, capped at the model's max_position_embeddings."""
-    limits = [getattr(tokenizer, "model_max_length", None), getattr(config, "max_position_embeddings", None)]
-    limits = [limit for limit in map(length_limit, limits) if limit is not None]
+    given = [getattr(tokenizer, "model_max_length", None), getattr(config, "max_position_embeddings", None)]
+    limits = [limit for limit in map(length_limit, given) if limit is not None]
     return min(limits) if limits else None
 
 
-def pooling_name(mode, where: str) -> str:
+def pooling_name(mode: str | tuple[str, ...] | list[str], where: str) -> str:
     """sentence-transformers pooling mode (str or a tuple of one) -> 'mean' / 'cls' / 'last_token'."""
     modes = (mode,) if isinstance(mode, str) else tuple(mode)
     if len(modes) != 1 or modes[0] not in POOLING_NAMES:
@@ -62,12 +63,14 @@ def pooling_name(mode, where: str) -> str:
     return POOLING_NAMES[modes[0]]
 
 
-def unpack(model, wanted: str) -> tuple:
+def unpack(model: Any, wanted: str) -> tuple[Any, Any, dict[str, Any]]:
     """A loaded sentence-transformers object -> (transformers model, tokenizer, settings).
 
     settings: max_length (the object's max_seq_length), and pooling + normalize (SentenceTransformer) or
     activation + num_labels (CrossEncoder). `wanted` is the kind the scorer takes."""
     kind = sentence_transformers_kind(model)
+    if kind is None:
+        raise InputTypeError(f"not a loaded sentence-transformers object: {type(model).__name__}")
     if kind != wanted:
         hint = {"SentenceTransformer": "tieaware.hps.BiEncoder", "CrossEncoder": "tieaware.hps.CrossEncoder"}
         raise InputTypeError(f"a sentence-transformers {kind} goes to {hint[kind]}, not to a scorer "
@@ -78,7 +81,7 @@ def unpack(model, wanted: str) -> tuple:
     if not names or names[0] != "Transformer" or getattr(modules[0], "auto_model", None) is None:
         raise InputError(f"{where}: the first module must be a transformers Transformer")
     transformer = modules[0]
-    settings = {"max_length": length_limit(getattr(model, "max_seq_length", None))}
+    settings: dict[str, Any] = {"max_length": length_limit(getattr(model, "max_seq_length", None))}
     if kind == "SentenceTransformer":
         if len(names) < 2 or names[1] != "Pooling" or any(name != "Normalize" for name in names[2:]):
             raise InputError(f"{where}: BiEncoder reproduces Transformer -> Pooling [-> Normalize] only")
@@ -111,7 +114,7 @@ def normalized(has_normalize: bool, similarity: str | None, where: str) -> bool:
     return has_normalize or similarity == "cosine"
 
 
-def activation_of(function, num_labels: int, where: str):
+def activation_of(function: Any, num_labels: int, where: str) -> Any:
     """A CrossEncoder's activation_fn -> 'sigmoid' / 'identity' (one logit), else the callable itself.
     With two or more labels the score is softmax(z)[positive_index], as predict(apply_softmax=True)."""
     name = type(function).__name__
@@ -125,14 +128,31 @@ def activation_of(function, num_labels: int, where: str):
     return ACTIVATION_NAMES.get(name, function)
 
 
-def read_json(path: Path) -> dict | list:
+def read_json(path: Path) -> object:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise InputError(f"cannot read the sentence-transformers config {path}: {error}") from error
 
 
-def folder_settings(folder: Path) -> tuple[Path, dict]:
+def read_object(path: Path) -> dict[str, Any]:
+    """A sentence-transformers config file holding a JSON object."""
+    value = read_json(path)
+    if not isinstance(value, dict):
+        raise InputError(f"the sentence-transformers config {path} holds a JSON {type(value).__name__}, "
+                         "not an object")
+    return value
+
+
+def read_modules(path: Path) -> list[dict[str, Any]]:
+    """modules.json: a JSON list of objects."""
+    value = read_json(path)
+    if not isinstance(value, list) or not all(isinstance(entry, dict) for entry in value):
+        raise InputError(f"the sentence-transformers config {path} is not a JSON list of objects")
+    return value
+
+
+def folder_settings(folder: Path) -> tuple[Path, dict[str, Any]]:
     """A local model folder -> (folder holding the transformers model, settings from its sentence-transformers
     config files); (folder, {}) when it has no modules.json (a plain transformers folder).
 
@@ -143,20 +163,20 @@ def folder_settings(folder: Path) -> tuple[Path, dict]:
     if not (folder / "modules.json").is_file():
         return folder, {}
     has_normalize = False
-    settings = {}
+    settings: dict[str, Any] = {}
     transformer_folder = folder
-    for entry in read_json(folder / "modules.json"):
+    for entry in read_modules(folder / "modules.json"):
         kind = str(entry.get("type", "")).rsplit(".", 1)[-1]
         path = folder / entry.get("path", "")
         if kind == "Transformer":
             transformer_folder = path
             config_file = path / "sentence_bert_config.json"
-            config = read_json(config_file) if config_file.is_file() else {}
+            config = read_object(config_file) if config_file.is_file() else {}
             if config.get("max_seq_length") is not None:
                 settings["max_length"] = int(config["max_seq_length"])
             settings["lowercase"] = bool(config.get("do_lower_case", False))
         elif kind == "Pooling":
-            config = read_json(path / "config.json")
+            config = read_object(path / "config.json")
             mode = config.get("pooling_mode") or [mode for flag, mode in LEGACY_POOLING_FLAGS.items()
                                                   if config.get(flag)] or "mean"
             if not config.get("include_prompt", True):
@@ -168,8 +188,8 @@ def folder_settings(folder: Path) -> tuple[Path, dict]:
         else:
             raise InputError(f"{folder}: sentence-transformers module {entry.get('type')!r} is not supported "
                              "(the scorers reproduce Transformer -> Pooling [-> Normalize] or a classifier)")
-    model_config = folder / "config_sentence_transformers.json"
-    model_config = read_json(model_config) if model_config.is_file() else {}
+    model_config_file = folder / "config_sentence_transformers.json"
+    model_config = read_object(model_config_file) if model_config_file.is_file() else {}
     if "pooling" in settings:  # an embedding model
         settings["normalize"] = normalized(has_normalize, model_config.get("similarity_fn_name"), str(folder))
     activation = folder_activation(folder, model_config)
@@ -178,13 +198,13 @@ def folder_settings(folder: Path) -> tuple[Path, dict]:
     return transformer_folder, settings
 
 
-def folder_activation(folder: Path, model_config: dict) -> str | None:
+def folder_activation(folder: Path, model_config: dict[str, Any]) -> str | None:
     """The activation a sentence-transformers CrossEncoder folder names (model_config, read from
     config_sentence_transformers.json, or config.json's 'sentence_transformers' section / legacy
     'sbert_ce_default_activation_function')."""
     path = model_config.get("activation_fn")
     if path is None and (folder / "config.json").is_file():
-        config = read_json(folder / "config.json")
+        config = read_object(folder / "config.json")
         path = (config.get("sentence_transformers") or {}).get("activation_fn") \
             or config.get("sbert_ce_default_activation_function")
     if path is None:
@@ -196,7 +216,7 @@ def folder_activation(folder: Path, model_config: dict) -> str | None:
     return ACTIVATION_NAMES[name]
 
 
-def add_lowercase(tokenizer) -> None:
+def add_lowercase(tokenizer: Any) -> None:
     """Make a fast tokenizer lowercase its input first (sentence_bert_config.json's do_lower_case)."""
     from tokenizers import normalizers
 

@@ -3,18 +3,21 @@ in a quantized space (int8/uint8 codes, binary Hamming) with optional fp32 resco
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import ranx
 import torch
 import torch.nn.functional as F
+from numpy.typing import ArrayLike
 
 from ..arguments import is_count
 from ..errors import InputError
 from ._common import (
     DEFAULT_HPS,
     DTYPE_NAMES,
+    ModelLike,
     Scorer,
     build_run,
     check_docs,
@@ -59,9 +62,10 @@ class BiEncoder(Scorer):
 
     sentence_transformers_class = "SentenceTransformer"
 
-    def __init__(self, model, tokenizer=None, *, pooling: str | None = None, normalize: bool | None = None,
-                 query_prefix: str = "", doc_prefix: str = "", quantize: str | None = None, ranges=None,
-                 rescore_k: int | None = None, keep_full: bool = False, hps=None, **kwargs):
+    def __init__(self, model: ModelLike, tokenizer: Any = None, *, pooling: str | None = None,
+                 normalize: bool | None = None, query_prefix: str = "", doc_prefix: str = "",
+                 quantize: str | None = None, ranges: ArrayLike | None = None, rescore_k: int | None = None,
+                 keep_full: bool = False, hps: bool | str | None = None, **kwargs: Any) -> None:
         if pooling is not None and pooling not in POOLINGS:
             raise InputError(f"unknown pooling {pooling!r}: use one of {POOLINGS}")
         scheme = None if quantize is None else check_scheme(quantize)
@@ -87,7 +91,7 @@ class BiEncoder(Scorer):
         self.timings: dict = {}
         self._rerank_context: tuple[dict, dict] = ({}, {})
 
-    def encode(self, texts, *, is_query: bool = False) -> torch.Tensor:
+    def encode(self, texts: Sequence[str], *, is_query: bool = False) -> torch.Tensor:
         """Embeddings (rows in input order, on self.device) as this scorer's hps mode leaves them:
         model dtype for hps=False, fp32 otherwise; normalised when normalize=True. With quantize set,
         the fp32 embeddings that get quantized (quantize them with tieaware.hps.quantize.quantize)."""
@@ -110,8 +114,8 @@ class BiEncoder(Scorer):
         index.docids = docids
         return index
 
-    def search(self, queries: Mapping[str, str], corpus, k: int = 100, *, name: str | None = None,
-               chunk_scores: int = 2**24, rescore_k: int | None = None) -> ranx.Run:
+    def search(self, queries: Mapping[str, str], corpus: Mapping[str, str] | QuantizedIndex, k: int = 100, *,
+               name: str | None = None, chunk_scores: int = 2**24, rescore_k: int | None = None) -> ranx.Run:
         """Exact top-k over the whole corpus, keeping every doc tied with the k-th. The score matrix is
         built for at most `chunk_scores` (queries x docs) entries at a time, so large corpora fit memory.
         corpus: {docid: text}, or with quantize set the QuantizedIndex from `index()`. rescore_k overrides
@@ -135,15 +139,19 @@ class BiEncoder(Scorer):
             raise InputError(f"rescore_k={depth} is smaller than k={k}: rescoring must see at least the top k")
         return depth
 
-    def search_modes(self, queries, corpus, k, modes, chunk_scores=2**24, rescore_k=None) -> dict[str, ranx.Run]:
+    def search_modes(self, queries: Mapping[str, str], corpus: Mapping[str, str] | QuantizedIndex, k: int,
+                     modes: Sequence[str], chunk_scores: int = 2**24,
+                     rescore_k: int | None = None) -> dict[str, ranx.Run]:
         """`search` in several modes (precision modes, quantized modes such as 'binary+rescore') from one
         encoding of queries and corpus per precision -> {mode: Run} (what `sweep` uses)."""
         if not is_count(k, 1):
             raise InputError(f"k must be >= 1, got {k}")
-        quantized = {mode: parse_mode(mode) for mode in modes if parse_mode(mode) is not None}
+        quantized = {mode: parsed for mode in modes if (parsed := parse_mode(mode)) is not None}
         depth = {mode: self._rescore_depth(k, rescore_k) for mode, (_, rescore) in quantized.items() if rescore}
-        prebuilt = corpus if isinstance(corpus, QuantizedIndex) else None
-        if prebuilt is not None:
+        prebuilt: QuantizedIndex | None = None
+        texts: Mapping[str, str] | None = None
+        if isinstance(corpus, QuantizedIndex):
+            prebuilt = corpus
             if set(modes) - set(quantized) or {scheme for scheme, _ in quantized.values()} != {prebuilt.scheme}:
                 raise InputError(f"a QuantizedIndex ({prebuilt.scheme}) serves only {prebuilt.scheme} searches")
             if prebuilt.docids is None or len(prebuilt.docids) != prebuilt.size:
@@ -151,21 +159,22 @@ class BiEncoder(Scorer):
                                  "BiEncoder.index(corpus) (or set index.docids)")
             docids = prebuilt.docids
         else:
-            docids = list(corpus)
+            texts = corpus
+            docids = list(texts)
         qids = list(queries)
         if not qids or not docids:
             raise InputError(f"nothing to search: {len(qids)} queries, {len(docids)} docs")
         check_queries(queries, qids)
-        if prebuilt is None:
-            check_docs(corpus, docids)
+        if texts is not None:
+            check_docs(texts, docids)
         encodings = tuple(dict.fromkeys(encoding_mode(mode) for mode in modes))
         timings = self.timings = {"encode_queries": 0.0, "encode_docs": 0.0, "index": {}, "search": {}}
         start = time.perf_counter()
         query_emb = self._encode([queries[q] for q in qids], self.query_prefix, encodings, "queries")
         timings["encode_queries"] = time.perf_counter() - start
-        if prebuilt is None:
+        if texts is not None:
             start = time.perf_counter()
-            doc_emb = self._encode([corpus[d] for d in docids], self.doc_prefix, encodings, "docs")
+            doc_emb = self._encode([texts[d] for d in docids], self.doc_prefix, encodings, "docs")
             timings["encode_docs"] = time.perf_counter() - start
         indexes = {prebuilt.scheme: prebuilt} if prebuilt is not None else {}
         runs = {}
@@ -224,11 +233,13 @@ class BiEncoder(Scorer):
             info.update(quantize=scheme, rescore=rescore, rescore_k=rescore_k)
         return info
 
-    def _scored_candidates(self, queries, corpus, candidates, modes, k) -> dict[str, dict[str, tuple]]:
+    def _scored_candidates(self, queries: Mapping[str, str], corpus: Mapping[str, str],
+                           candidates: Mapping[str, Sequence[str]], modes: Sequence[str],
+                           k: int | None) -> dict[str, dict[str, tuple[Sequence[str], np.ndarray]]]:
         """Encode each query and each distinct candidate doc once; float modes score every pair, quantized
         modes score in the quantized space (calibrated on the distinct candidate docs unless ranges= was
         given) and, with rescoring, rescore the top rescore_k of each query's candidates."""
-        quantized = {mode: parse_mode(mode) for mode in modes if parse_mode(mode) is not None}
+        quantized = {mode: parsed for mode in modes if (parsed := parse_mode(mode)) is not None}
         longest = max(len(docs) for docs in candidates.values())
         depth = {mode: self._rescore_depth(k, None) if k is not None else longest
                  for mode, (_, rescore) in quantized.items() if rescore}
@@ -238,7 +249,8 @@ class BiEncoder(Scorer):
         query_emb = self._encode([queries[q] for q in candidates], self.query_prefix, encodings, "queries")
         doc_emb = self._encode([corpus[d] for d in doc_row], self.doc_prefix, encodings, "docs")
         rows = [np.array([doc_row[d] for d in docs], dtype=np.int64) for docs in candidates.values()]
-        scored, indexes = {}, {}
+        scored: dict[str, dict[str, tuple[Sequence[str], np.ndarray]]] = {}
+        indexes: dict[str, QuantizedIndex] = {}
         for mode in modes:
             if mode not in quantized:
                 scored[mode] = {}
@@ -273,7 +285,7 @@ class BiEncoder(Scorer):
     @torch.inference_mode()
     def _encode(self, texts, prefix, modes, desc=None) -> dict[str, torch.Tensor]:
         """{mode: embeddings} from one forward pass per batch, rows in input order."""
-        parts = {mode: [] for mode in modes}
+        parts: dict[str, list[torch.Tensor]] = {mode: [] for mode in modes}
         order = []
         with self._progress(len(texts), "text", desc) as bar, eval_mode(self.model):
             for batch in length_sorted_batches([len(t) for t in texts], self.batch_size):

@@ -1,7 +1,9 @@
 """Cross-encoder (sequence-classification) rerankers with High-Precision Scoring."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import torch
@@ -11,6 +13,8 @@ from ..errors import InputError
 from ._common import Scorer, eval_mode, length_sorted_batches
 
 ACTIVATIONS = ("sigmoid", "identity")
+#: an activation: one of ACTIVATIONS, or a callable applied to the logits
+Activation = str | Callable[[torch.Tensor], torch.Tensor]
 
 
 class CrossEncoder(Scorer):
@@ -31,7 +35,8 @@ class CrossEncoder(Scorer):
     auto_class_name = "AutoModelForSequenceClassification"
     sentence_transformers_class = "CrossEncoder"
 
-    def __init__(self, model, tokenizer=None, *, positive_index: int | None = None, activation=None, **kwargs):
+    def __init__(self, model: Any, tokenizer: Any = None, *, positive_index: int | None = None,
+                 activation: Activation | None = None, **kwargs: Any) -> None:
         if activation is not None and activation not in ACTIVATIONS and not callable(activation):
             raise InputError(f"unknown activation {activation!r}: use one of {ACTIVATIONS} or a callable")
         super().__init__(model, tokenizer, **kwargs)
@@ -41,7 +46,7 @@ class CrossEncoder(Scorer):
         if num_labels > 1 and activation is not None:
             raise InputError(f"the model has {num_labels} labels: the score is softmax(z)[positive_index], "
                              f"activation={activation!r} does not apply")
-        self.activation = activation if activation is not None else "sigmoid"
+        self.activation: Activation = activation if activation is not None else "sigmoid"
         if num_labels == 1:
             if positive_index not in (None, 0):
                 raise InputError(f"the model has one logit; positive_index={positive_index} does not fit")
@@ -59,11 +64,11 @@ class CrossEncoder(Scorer):
     def _probability(self, logits: torch.Tensor) -> torch.Tensor:
         """The activation (one logit) / softmax computed in the dtype of `logits`."""
         if logits.shape[-1] == 1:
+            if not isinstance(self.activation, str):
+                return self.activation(logits)[:, 0]
             if self.activation == "sigmoid":
                 return torch.sigmoid(logits[:, 0])
-            if self.activation == "identity":
-                return logits[:, 0]
-            return self.activation(logits)[:, 0]
+            return logits[:, 0]  # "identity", the one other name __init__ lets through
         return torch.softmax(logits, dim=-1)[:, self.positive_index]
 
     @torch.inference_mode()

@@ -19,8 +19,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import ranx
 import torch
 
 from ..display import progress
@@ -29,6 +31,9 @@ from ._common import (
     DEFAULT_HPS,
     DTYPE_NAMES,
     HPS_NAMES,
+    CandidatesLike,
+    ModelLike,
+    Scorer,
     build_run,
     checked_candidates,
     length_sorted_batches,
@@ -43,7 +48,7 @@ from ._common import (
 PAIRWISE_SCORERS = ("cross-encoder", "yes-no", "grade")
 
 
-def _scorer_class(scorer):
+def _scorer_class(scorer: str | type[Scorer]) -> type[Scorer]:
     from .cross_encoder import CrossEncoder
     from .grade import GradeReranker
     from .yes_no import YesNoReranker
@@ -71,10 +76,12 @@ class _BatchScorer:
         return {"batch": rows["batch"], "scores": self.scorer.score_pairs(list(query_texts), list(doc_texts))[None]}
 
 
-def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str, str], candidates, *,
+def rerank_on_ray(scorer: str | type[Scorer], model: ModelLike, queries: Mapping[str, str], corpus: Mapping[str, str],
+                  candidates: CandidatesLike, *,
                   k: int | None = None, name: str | None = None, concurrency: int = 2, num_gpus: float = 0,
                   num_cpus: float = 1, parquet_out: str | os.PathLike | None = None,
-                  trec_out: str | os.PathLike | None = None, show_progress: bool = True, **options):
+                  trec_out: str | os.PathLike | None = None, show_progress: bool = True,
+                  **options: Any) -> ranx.Run:
     """Rerank each query's candidates on a Ray actor pool; returns the ranx Run `rerank` would.
 
     Args:
@@ -105,7 +112,7 @@ def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str
         raise InputError(f"concurrency must be >= 1, got {concurrency}")
     batch_size = options.get("batch_size", 32)
     mode = parse_hps(options.get("hps", DEFAULT_HPS))
-    dtype = parse_dtype(options.get("dtype"))
+    dtype: torch.dtype | None = parse_dtype(options.get("dtype"))
     candidates = checked_candidates(queries, corpus, candidates)
     qids = [qid for qid, docids in candidates.items() for _ in docids]
     docids = [docid for docs in candidates.values() for docid in docs]
@@ -140,7 +147,8 @@ def rerank_on_ray(scorer, model, queries: Mapping[str, str], corpus: Mapping[str
     bounds = np.cumsum([0] + [len(docs) for docs in candidates.values()])
     scored = {qid: (docs, flat[bounds[i]:bounds[i + 1]]) for i, (qid, docs) in enumerate(candidates.items())}
     hps = HPS_NAMES[mode]
-    run_tag = name or f"{Path(str(model)).name.replace(' ', '_')}_{DTYPE_NAMES.get(dtype, 'fp32')}{mode_suffix(mode)}"
+    dtype_name = "fp32" if dtype is None else DTYPE_NAMES.get(dtype, "fp32")
+    run_tag = name or f"{Path(str(model)).name.replace(' ', '_')}_{dtype_name}{mode_suffix(mode)}"
     run = build_run(scored, run_tag, k, {"hps": hps, "ray_actors": concurrency})
     report_ties(run, k, corpus, tie_cause(dtype or torch.float32, mode))
     if trec_out is not None:

@@ -6,6 +6,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import ranx
@@ -13,7 +14,7 @@ import torch
 
 from ..arguments import is_number
 from ..errors import InputError, InputTypeError, MissingFileError
-from ._common import build_run, report_ties
+from ._common import ModelLike, build_run, report_ties
 from .yes_no import DEFAULT_INSTRUCTION, PromptReranker
 
 #: how a grade distribution becomes a score
@@ -95,8 +96,9 @@ class GradeReranker(PromptReranker):
     See PromptReranker and Scorer for the common arguments.
     """
 
-    def __init__(self, model, tokenizer=None, *, grades: Iterable[int] = DEFAULT_GRADES, score: str = "expected",
-                 template: str = GRADE_TEMPLATE, instruction: str = DEFAULT_INSTRUCTION, **kwargs):
+    def __init__(self, model: ModelLike, tokenizer: Any = None, *, grades: Iterable[int] = DEFAULT_GRADES,
+                 score: str = "expected", template: str = GRADE_TEMPLATE, instruction: str = DEFAULT_INSTRUCTION,
+                 **kwargs: Any) -> None:
         self.grades, self.score = check_grades(grades), check_score(score)
         super().__init__(model, tokenizer, template=template, instruction=instruction, **kwargs)
         self.token_ids = grade_token_ids(self.tokenizer, self.grades)
@@ -167,8 +169,9 @@ def read_logprob_records(path: Path) -> dict[str, dict[str, dict[str, float]]]:
     return records
 
 
-def run_from_logprobs(records, *, grades: Iterable[int] = DEFAULT_GRADES, score: str = "expected",
-                      k: int | None = None, name: str = "logprobs") -> ranx.Run:
+def run_from_logprobs(records: Mapping[str, Mapping[str, Mapping[str, float]]] | str | os.PathLike[str], *,
+                      grades: Iterable[int] = DEFAULT_GRADES, score: str = "expected", k: int | None = None,
+                      name: str = "logprobs") -> ranx.Run:
     """Grade-reranker scores from log-probabilities computed elsewhere (vLLM, an API's top log-probs, a
     model that reasoned before answering): the formulas of `GradeReranker`, so the same log-probs give
     the same scores.

@@ -36,13 +36,21 @@ scores come from a float BLAS product that is exact for these integers, cut with
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..errors import InputError
 from ._common import kth_largest_rows
+
+if TYPE_CHECKING:
+    import torch
+
+#: float embeddings, (n, d): a numpy array (or anything numpy reads) or a torch tensor
+Embeddings = Union[ArrayLike, "torch.Tensor"]
 
 SCHEMES = ("int8", "uint8", "binary", "ubinary")
 SCALAR_SCHEMES = ("int8", "uint8")
@@ -59,7 +67,7 @@ def _popcount_table(words: np.ndarray) -> np.ndarray:
     return per_byte.sum(axis=-1, dtype=np.uint8)
 
 
-popcount = getattr(np, "bitwise_count", _popcount_table)
+popcount: Callable[..., np.ndarray] = getattr(np, "bitwise_count", _popcount_table)
 """Bits set per element (``np.bitwise_count`` on numpy >= 2.0, a byte table otherwise)."""
 
 
@@ -263,19 +271,20 @@ class QuantizedIndex:
     int8/uint8 search is left to the BLAS library's own threads.
     """
 
-    def __init__(self, embeddings, scheme: str, *, ranges=None, keep_full: bool = False, block: int | None = None,
-                 threads: int | None = None):
+    def __init__(self, embeddings: Embeddings, scheme: str, *, ranges: ArrayLike | None = None, keep_full: bool = False,
+                 block: int | None = None, threads: int | None = None) -> None:
         self.scheme = check_scheme(scheme)
         embeddings = as_embeddings(embeddings, "document embeddings")
         self.size, self.dim = embeddings.shape
         if self.size == 0:
             raise InputError("nothing to index: no document embeddings")
+        calibrated: np.ndarray | None = None
         if self.scheme in BINARY_SCHEMES:
             if ranges is not None:
                 raise InputError(f"calibration ranges apply to int8/uint8, not to {self.scheme} quantization")
-            self.ranges = None
         else:
-            self.ranges = calibration_ranges(embeddings) if ranges is None else check_ranges(ranges, self.dim)
+            calibrated = calibration_ranges(embeddings) if ranges is None else check_ranges(ranges, self.dim)
+        self.ranges = calibrated
         self.ranges_given = ranges is not None
         self.docids: list[str] | None = None  # set by BiEncoder.index(): search() maps rows to these ids
         self.codes = quantize(embeddings, self.scheme, self.ranges)
@@ -284,20 +293,21 @@ class QuantizedIndex:
         available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         self.threads = max(1, int(threads or available or 1))
         self._max_score = self.dim if self.scheme in BINARY_SCHEMES else None
-        if self.scheme in BINARY_SCHEMES:  # (words, docs): each XOR pass reads one contiguous row
+        if calibrated is None:  # binary: (words, docs), each XOR pass reads one contiguous row
             self._doc_words = np.ascontiguousarray(_words(_as_uint8_bits(self.codes)).T)
         else:
-            self._steps, self._offset = _steps(self.ranges), np.float32(128 if self.scheme == "int8" else 0)
-        self._doc_floats = None  # int8/uint8: the codes as exact BLAS floats, made at the first search
+            self._steps, self._offset = _steps(calibrated), np.float32(128 if self.scheme == "int8" else 0)
+            self._min = calibrated[0]
+        self._doc_floats: np.ndarray | None = None  # int8/uint8: the codes as exact BLAS floats, made at first search
 
-    def quantize_queries(self, queries) -> np.ndarray:
+    def quantize_queries(self, queries: Embeddings) -> np.ndarray:
         """Query codes with the index's scheme and ranges (clipped to them)."""
         queries = as_embeddings(queries, "query embeddings")
         if queries.shape[1] != self.dim:
             raise InputError(f"query embeddings have dimension {queries.shape[1]}, the index {self.dim}")
         return quantize(queries, self.scheme, self.ranges)
 
-    def scores(self, queries, rows: np.ndarray | None = None) -> np.ndarray:
+    def scores(self, queries: Embeddings, rows: np.ndarray | None = None) -> np.ndarray:
         """Integer scores in the quantised space (nq, n docs or len(rows)): d - Hamming or the code dot product."""
         codes = self.quantize_queries(queries)
         docs = self.codes if rows is None else self.codes[rows]
@@ -318,14 +328,14 @@ class QuantizedIndex:
         count = np.empty((len(codes), self.size), dtype=np.uint8)
         for w in range(query_words.shape[1]):
             np.bitwise_xor(query_words[:, w, None], self._doc_words[w][None, :], out=xor)
-            if popcount is getattr(np, "bitwise_count", None):
+            if popcount is not _popcount_table:  # numpy's ufunc writes into out
                 popcount(xor, out=count)
             else:
                 count[...] = popcount(xor)
             distance += count
         return np.uint16(self.dim) - distance
 
-    def search(self, queries, k: int, *, rescore: str | None = None, rescore_k: int | None = None,
+    def search(self, queries: Embeddings, k: int, *, rescore: str | None = None, rescore_k: int | None = None,
                candidates: Sequence[np.ndarray] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
         """Exact top-k per query, every document tied with the k-th kept: [(doc rows, scores)].
 
@@ -384,7 +394,7 @@ class QuantizedIndex:
             out.append((rows[top], scores[top]))
         return out
 
-    def rescore(self, query, rows, rescore: str = "quantized") -> np.ndarray:
+    def rescore(self, query: ArrayLike, rows: np.ndarray, rescore: str = "quantized") -> np.ndarray:
         """float32 scores of one fp32 query against the documents ``rows``: dequantised / {-1,+1} ('quantized')
         or full-precision ('full') document embeddings."""
         query = np.asarray(query, dtype=np.float32)
@@ -396,7 +406,7 @@ class QuantizedIndex:
             docs = dequantize(self.codes[rows], self.scheme, dim=self.dim)
         else:  # (c + offset) * step + min, dotted with q, expanded so no dequantized matrix is built
             return (self.codes[rows].astype(np.float32) @ (query * self._steps)
-                    + (self._offset * self._steps + self.ranges[0]) @ query)
+                    + (self._offset * self._steps + self._min) @ query)
         return docs @ query
 
     def describe(self, rescore: str | None = None, rescore_k: int | None = None) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -18,8 +19,11 @@ import torch
 from ..display import text_table
 from ..errors import InputError
 from ..registry import DEFAULT_KS
-from ._common import DTYPE_NAMES, MODE_SUFFIX, parse_dtype, resolve_device
+from ._common import DTYPE_NAMES, MODE_SUFFIX, CandidatesLike, ModelLike, Scorer, parse_dtype, resolve_device
 from .quantize import SCHEMES, parse_mode
+
+if TYPE_CHECKING:
+    from ..inputs import QrelsLike
 
 REFERENCE = "fp32"
 QUANTIZED_REGIMES = ("int8", "int8+rescore", "binary", "binary+rescore")
@@ -115,7 +119,7 @@ def parse_regime(regime: str) -> tuple[torch.dtype, str]:
 def tied_share(run: ranx.Run, ks: Sequence[int]) -> pd.Series:
     """Per cutoff k, the mean over queries of the share of the top-k documents (score descending) whose
     score equals the score of another document of the run."""
-    shares = {k: [] for k in ks}
+    shares: dict[int, list[float]] = {k: [] for k in ks}
     for _, docs in run.to_dict().items():
         scores = np.sort(np.fromiter(docs.values(), dtype=np.float64, count=len(docs)))[::-1]
         if not len(scores):
@@ -123,24 +127,24 @@ def tied_share(run: ranx.Run, ks: Sequence[int]) -> pd.Series:
         values, counts = np.unique(scores, return_counts=True)
         tied = counts[np.searchsorted(values, scores)] > 1
         for k in ks:
-            shares[k].append(tied[:k].mean())
+            shares[k].append(float(tied[:k].mean()))
     return pd.Series({k: float(np.mean(v)) if v else np.nan for k, v in shares.items()}, name="tied_share")
 
 
-def default_regimes(device) -> tuple[str, ...]:
+def default_regimes(device: str | torch.device | None) -> tuple[str, ...]:
     """fp32, bf16 without / with HPS / with HPS of the head; fp16 too on a CUDA device."""
-    regimes = (REFERENCE, "bf16", "bf16+hps", "bf16+hps_head")
+    regimes: tuple[str, ...] = (REFERENCE, "bf16", "bf16+hps", "bf16+hps_head")
     if resolve_device(device).type == "cuda":
         regimes += ("fp16", "fp16+hps", "fp16+hps_head")
     return regimes
 
 
-def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, str], qrels, *,
-          tokenizer=None, candidates=None, k: int | None = 100,
+def sweep(scorer_class: type[Scorer], model: ModelLike, queries: Mapping[str, str], corpus: Mapping[str, str],
+          qrels: QrelsLike, *, tokenizer: Any = None, candidates: CandidatesLike | None = None, k: int | None = 100,
           metrics: Sequence[str] = ("ndcg@10", "mrr@10", "map@100"), regimes: Sequence[str] | None = None,
           census_ks: Sequence[int] = DEFAULT_KS, oblivious: str = "trec_eval",
-          make_comparable: bool = False, device=None, show_progress: bool = True,
-          **scorer_kwargs) -> SweepResult:
+          make_comparable: bool = False, device: str | torch.device | None = None, show_progress: bool = True,
+          **scorer_kwargs: Any) -> SweepResult:
     """Run `scorer_class` (BiEncoder, CrossEncoder or YesNoReranker) with `model` in each regime and
     evaluate tie-aware. Without candidates a BiEncoder searches the corpus (top-k with ties); with
     candidates the scorer reranks them (cut at k with ties; k=None keeps all). Regimes sharing a dtype
@@ -188,7 +192,6 @@ def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, 
         regime_of.setdefault((dtype, mode), []).append(regime)
 
     runs, seconds, timing = {}, {}, {}
-    n_queries = len(queries) if candidates is None else None
     for dtype, modes in modes_by_dtype.items():
         scorer = scorer_class(model, tokenizer, dtype=dtype, device=device,
                               show_progress=show_progress, **scorer_kwargs)
@@ -205,7 +208,7 @@ def sweep(scorer_class, model, queries: Mapping[str, str], corpus: Mapping[str, 
             for regime in regime_of[dtype, mode]:
                 runs[regime] = run
                 if found:
-                    n = max(1, n_queries)
+                    n = max(1, len(queries))  # found: no candidates, every query was searched
                     search = found["search"].get(mode, 0.0)  # quantizing the corpus is indexing: excluded
                     timing[regime] = dict(encode_s=found["encode_queries"] + found["encode_docs"],
                                           search_ms=1e3 * search / n,

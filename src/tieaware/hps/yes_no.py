@@ -1,11 +1,13 @@
 """Causal LMs as pointwise yes/no rerankers (Qwen3-Reranker style) with High-Precision Scoring."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
 from ..errors import InputError
-from ._common import Scorer, eval_mode, length_sorted_batches
+from ._common import ModelLike, Scorer, eval_mode, length_sorted_batches
 
 # Qwen3-Reranker's prompt (Zhang et al. 2025, model card); {instruction}, {query}, {document} are filled in.
 QWEN3_RERANKER_TEMPLATE = (
@@ -29,7 +31,8 @@ class PromptReranker(Scorer):
 
     auto_class_name = "AutoModelForCausalLM"
 
-    def __init__(self, model, tokenizer=None, *, template: str, instruction: str = DEFAULT_INSTRUCTION, **kwargs):
+    def __init__(self, model: ModelLike, tokenizer: Any = None, *, template: str,
+                 instruction: str = DEFAULT_INSTRUCTION, **kwargs: Any) -> None:
         if template.count("{document}") != 1 or "{query}" not in template:
             raise InputError("template needs {query} and exactly one {document}")
         super().__init__(model, tokenizer, **kwargs)
@@ -133,9 +136,9 @@ class YesNoReranker(PromptReranker):
     hps='none' runs it all in the model dtype. See Scorer for the common arguments.
     """
 
-    def __init__(self, model, tokenizer=None, *, template: str = QWEN3_RERANKER_TEMPLATE,
+    def __init__(self, model: ModelLike, tokenizer: Any = None, *, template: str = QWEN3_RERANKER_TEMPLATE,
                  instruction: str = DEFAULT_INSTRUCTION, yes_token: str = "yes", no_token: str = "no",
-                 **kwargs):
+                 **kwargs: Any) -> None:
         super().__init__(model, tokenizer, template=template, instruction=instruction, **kwargs)
         yes_id, no_id = self._token_id(yes_token), self._token_id(no_token)
         self.token_ids = [no_id, yes_id]  # softmax order [no, yes]

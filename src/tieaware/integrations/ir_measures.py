@@ -51,6 +51,8 @@ Examples:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 import ir_measures
 from ir_measures.measures import Measure, ParamInfo
@@ -61,6 +63,10 @@ from ..errors import InputError, InputTypeError
 from ..evaluation import evaluate
 from ..metrics import parse_metric
 from ..registry import OBLIVIOUS_ORDERS
+from ..report import MetricResult
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["E", "Range", "Bias", "Min", "Max", "TieAwareMeasure", "parse_measure"]
 
@@ -69,7 +75,25 @@ _INPUTS = ["query_id", "doc_id", "score"], ["query_id", "doc_id", "relevance"]
 
 class TieAwareMeasure(Measure):
     """One tie-aware statistic (``STATISTIC``, a column of `MetricResult.per_query`) of an
-    ir_measures measure, computed by `tieaware.evaluate` through ir_measures' runtime provider."""
+    ir_measures measure, computed by `tieaware.evaluate` through ir_measures' runtime provider.
+    Use its subclasses `E`, `Range`, `Bias`, `Min` and `Max`.
+
+    Args:
+        measure: an ir_measures measure (``nDCG@10``) or a metric name in any syntax tieaware reads
+            (``"ndcg_cut_10"``).
+        oblivious: whose tie order gives the tool's value (`Bias`): one of
+            `tieaware.ranked_lists.OBLIVIOUS_ORDERS`, default ``"ir_measures"``.
+
+    Raises:
+        InputTypeError: ``measure`` is neither a measure nor a string.
+        InputError: an unknown ``oblivious`` order.
+        UnknownMetricError: a measure tieaware does not compute.
+
+    Examples:
+        >>> from tieaware.integrations.ir_measures import Bias
+        >>> Bias("ndcg_cut_10", oblivious="trec_eval")
+        Bias(ndcg_cut_10,oblivious='trec_eval')
+    """
 
     STATISTIC: str = ""
     SUPPORTED_PARAMS = {
@@ -80,7 +104,7 @@ class TieAwareMeasure(Measure):
     }
     RUN_INPUTS, QREL_INPUTS = _INPUTS
 
-    def __init__(self, measure: Measure | str, **params):
+    def __init__(self, measure: Measure | str, **params: Any) -> None:
         if isinstance(measure, str):
             measure = measure.strip()
         elif not isinstance(measure, Measure):
@@ -88,11 +112,11 @@ class TieAwareMeasure(Measure):
                                  f"metric name such as 'ndcg_cut_10', got {measure!r}.")
         check_oblivious(params.get("oblivious", "ir_measures"))
         parse_metric(str(measure))  # an UnknownMetricError now, not inside ir_measures' pipeline later
-        super().__init__(measure=measure, **params)
+        super().__init__(measure=measure, **params)  # type: ignore[no-untyped-call]  # ir_measures: unannotated
 
     @property
     def __name__(self) -> str:  # ir_measures names a measure by its __name__
-        return type(self).__name__
+        return type(self).__qualname__  # not type(self).__name__: this property shadows it for type checkers
 
     def __repr__(self) -> str:
         oblivious = self.params.get("oblivious", "ir_measures")
@@ -104,42 +128,94 @@ class TieAwareMeasure(Measure):
         else the mean."""
         return SumAgg() if parse_metric(str(self.params["measure"])).aggregate == "sum" else MeanAgg()
 
-    def runtime_impl(self, qrels, run):
+    def runtime_impl(self, qrels: pd.DataFrame, run: pd.DataFrame) -> Iterator[ir_measures.Metric]:
         """Per-query ``Metric``s: `tieaware.evaluate` on the runtime provider's DataFrames
         (``query_id, doc_id, relevance`` and ``query_id, doc_id, score``)."""
-        result = evaluate(qrels[["query_id", "doc_id", "relevance"]], run[["query_id", "doc_id", "score"]],
-                          str(self.params["measure"]), make_comparable=True,
-                          oblivious=self.params.get("oblivious", "ir_measures"))
-        for query_id, value in result.per_query[self.STATISTIC].items():
+        # one metric name gives a MetricResult
+        oblivious = self.params.get("oblivious", "ir_measures")
+        result = cast(MetricResult, evaluate(qrels[["query_id", "doc_id", "relevance"]],
+                                             run[["query_id", "doc_id", "score"]], str(self.params["measure"]),
+                                             make_comparable=True, oblivious=oblivious))
+        for query_id, value in zip(result.query_ids, result.per_query_values(self.STATISTIC)):
             yield ir_measures.Metric(query_id, self, float(value))
 
 
 class E(TieAwareMeasure):
-    """E[M]: the measure's expected value over all orderings of tied documents."""
+    """E[M]: the measure's expected value over all orderings of tied documents.
+
+    Examples:
+        >>> import ir_measures
+        >>> from ir_measures import nDCG
+        >>> from tieaware.integrations.ir_measures import E
+        >>> qrels = [ir_measures.Qrel("q1", "d1", 1)]
+        >>> run = [ir_measures.ScoredDoc("q1", "d1", 0.5), ir_measures.ScoredDoc("q1", "d2", 0.5)]
+        >>> round(ir_measures.calc_aggregate([E(nDCG@10)], qrels, run)[E(nDCG@10)], 4)
+        0.8155
+    """
     STATISTIC = "expected"
 
 
 class Range(TieAwareMeasure):
-    """max - min of the measure over tie orderings: how far tie order alone can move it."""
+    """max - min of the measure over tie orderings: how far tie order alone can move it.
+
+    Examples:
+        >>> import ir_measures
+        >>> from ir_measures import nDCG
+        >>> from tieaware.integrations.ir_measures import Range
+        >>> qrels = [ir_measures.Qrel("q1", "d1", 1)]
+        >>> run = [ir_measures.ScoredDoc("q1", "d1", 0.5), ir_measures.ScoredDoc("q1", "d2", 0.5)]
+        >>> round(ir_measures.calc_aggregate([Range(nDCG@10)], qrels, run)[Range(nDCG@10)], 4)
+        0.3691
+    """
     STATISTIC = "range"
 
 
 class Bias(TieAwareMeasure):
-    """The tool's value minus E[M] (tool: ``oblivious``, ir_measures' own order by default)."""
+    """The tool's value minus E[M] (tool: ``oblivious``, ir_measures' own order by default).
+
+    Examples:
+        >>> import ir_measures
+        >>> from ir_measures import nDCG
+        >>> from tieaware.integrations.ir_measures import Bias
+        >>> qrels = [ir_measures.Qrel("q1", "d1", 1)]
+        >>> run = [ir_measures.ScoredDoc("q1", "d1", 0.5), ir_measures.ScoredDoc("q1", "d2", 0.5)]
+        >>> round(ir_measures.calc_aggregate([Bias(nDCG@10)], qrels, run)[Bias(nDCG@10)], 4)
+        -0.1845
+    """
     STATISTIC = "bias"
 
 
 class Min(TieAwareMeasure):
-    """The measure under the worst ordering of tied documents."""
+    """The measure under the worst ordering of tied documents.
+
+    Examples:
+        >>> import ir_measures
+        >>> from ir_measures import nDCG
+        >>> from tieaware.integrations.ir_measures import Min
+        >>> qrels = [ir_measures.Qrel("q1", "d1", 1)]
+        >>> run = [ir_measures.ScoredDoc("q1", "d1", 0.5), ir_measures.ScoredDoc("q1", "d2", 0.5)]
+        >>> round(ir_measures.calc_aggregate([Min(nDCG@10)], qrels, run)[Min(nDCG@10)], 4)
+        0.6309
+    """
     STATISTIC = "min"
 
 
 class Max(TieAwareMeasure):
-    """The measure under the best ordering of tied documents."""
+    """The measure under the best ordering of tied documents.
+
+    Examples:
+        >>> import ir_measures
+        >>> from ir_measures import nDCG
+        >>> from tieaware.integrations.ir_measures import Max
+        >>> qrels = [ir_measures.Qrel("q1", "d1", 1)]
+        >>> run = [ir_measures.ScoredDoc("q1", "d1", 0.5), ir_measures.ScoredDoc("q1", "d2", 0.5)]
+        >>> round(ir_measures.calc_aggregate([Max(nDCG@10)], qrels, run)[Max(nDCG@10)], 4)
+        1.0
+    """
     STATISTIC = "max"
 
 
-WRAPPERS = {cls.__name__: cls for cls in (E, Range, Bias, Min, Max)}
+WRAPPERS: dict[str, type[TieAwareMeasure]] = {cls.__qualname__: cls for cls in (E, Range, Bias, Min, Max)}
 for _name, _cls in WRAPPERS.items():
     if _name not in ir_measures.measures.registry:
         ir_measures.measures.register(_cls)
@@ -162,13 +238,19 @@ def parse_measure(text: str | Measure) -> Measure:
     Raises:
         UnknownMetricError: the wrapped name is not one tieaware computes.
         InputError: a parameter other than ``measure`` and ``oblivious``.
+
+    Examples:
+        >>> from tieaware.integrations.ir_measures import parse_measure
+        >>> parse_measure("Range(nDCG@10)"), parse_measure("Bias(ndcg_cut_10, oblivious=trec_eval)")
+        (Range(nDCG@10), Bias(ndcg_cut_10,oblivious='trec_eval'))
     """
     if isinstance(text, Measure):
         return text
     match = _WRAPPED.fullmatch(text)
     if match is None:
         return ir_measures.parse_measure(text)
-    params, positional = {}, []
+    params: dict[str, str] = {}
+    positional: list[str] = []
     for part in filter(None, _top_level_split(match["inner"])):
         key, eq, value = part.partition("=")
         if eq and re.fullmatch(r"\s*[A-Za-z_]\w*\s*", key) and key.strip() in ("measure", "oblivious"):
@@ -178,13 +260,14 @@ def parse_measure(text: str | Measure) -> Measure:
     if len(positional) + ("measure" in params) != 1 or set(params) - {"measure", "oblivious"}:
         raise InputError(f"{text!r}: expected {match['stat']}(MEASURE) or {match['stat']}(MEASURE, "
                          f"oblivious=ORDER), e.g. {match['stat']}(nDCG@10).")
-    measure = params.pop("measure", positional[0] if positional else None)
+    measure = params.pop("measure") if "measure" in params else positional[0]
     return WRAPPERS[match["stat"]](measure, **params)
 
 
 def _top_level_split(text: str) -> list[str]:
     """``text`` split at the commas outside brackets and quotes (``P(rel=2)@5, oblivious=x``)."""
-    parts, depth, quote, start = [], 0, "", 0
+    parts: list[str] = []
+    depth, quote, start = 0, "", 0
     for i, ch in enumerate(text):
         if quote:
             quote = "" if ch == quote else quote

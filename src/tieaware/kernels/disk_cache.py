@@ -34,16 +34,17 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import sys
 from pathlib import Path
 
 from numba import njit
 
 from .numba_compat import FunctionCache, IndexDataCacheFile, use_cache
 
-try:
-    import fcntl
-except ImportError:  # Windows: no lock; the digest names and the key check keep loads correct
+if sys.platform == "win32":  # no lock; the digest names and the key check keep loads correct
     fcntl = None
+else:
+    import fcntl
 
 _MARK = "tieaware-kernel-cache-1"  # first item of every data file this module writes
 

@@ -38,13 +38,13 @@ SCALED = "scaled"
 
 
 class Groups(NamedTuple):
-    """A group structure. Group slots of query q are offsets[q] .. offsets[q] + count[q] - 1 and its
+    """A group structure. Group slots of query q are offsets[q] .. offsets[q] + counts[q] - 1 and its
     judged members start at offsets[q]; slot i has above[i] documents above it, size[i] documents in
     it, and its members end (exclusive) at end[i]. A query's groups are in rank order, so above is
     non-decreasing within it: a kernel stops at the first group past the cutoff. These are a family
     kernel's first five arguments."""
 
-    count: np.ndarray
+    counts: np.ndarray  # not `count`, which would shadow tuple.count
     offsets: np.ndarray
     above: np.ndarray
     size: np.ndarray
@@ -107,7 +107,7 @@ class Judged:
             return np.array([grade_map.get(g, g) for g in grades.tolist()], np.float64)
 
         rel = mapped(self.mem_rel)
-        ends = self.tied.end[group_slots(self.tied.count, self.tied.offsets)]  # non-decreasing, slot by slot
+        ends = self.tied.end[group_slots(self.tied.counts, self.tied.offsets)]  # non-decreasing, slot by slot
         group_of = np.searchsorted(ends, np.arange(rel.size), side="right")  # each member's group
         order = np.lexsort((-rel, group_of)).astype(np.int64)  # new position -> old member
         position = np.empty_like(order)
