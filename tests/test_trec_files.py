@@ -315,3 +315,30 @@ def test_a_cut_off_archive_names_the_lines_read_before_the_cut(tmp_path, compres
         read_trec_run(cut)
     read = int(re.search(r"after line (\d+)", str(error.value)).group(1))
     assert 0 < read < 30_000  # the lines before the cut were read, and counted
+
+
+def test_eval_in_trec_layout_imports_no_pandas(plain):
+    """`tieaware eval -o trec` (trec_eval's layout, with -q) runs without pandas or tqdm (a third of
+    its start), with the numbers the pandas path (-o tsv) gives."""
+    run, qrels = plain
+    code = ("import sys, tieaware.cli; code = tieaware.cli.main(sys.argv[1:]); "
+            "print([m for m in ('pandas', 'tqdm', 'ranx') if m in sys.modules], file=sys.stderr); "
+            "sys.exit(code)")
+    args = ["eval", str(qrels), str(run), "-m", "map", "-m", "ndcg_cut.10", "-q", "--digits", "12"]
+    lean = subprocess.run([sys.executable, "-c", code, *args, "-o", "trec"], capture_output=True, text=True,
+                          timeout=300)
+    assert lean.returncode == 0, lean.stderr[-2000:]
+    assert lean.stderr.strip().splitlines()[-1] == "[]"
+    full = subprocess.run([sys.executable, "-m", "tieaware", *args, "-o", "tsv"], capture_output=True, text=True,
+                          timeout=300)
+    assert full.returncode == 0, full.stderr[-2000:]
+    rows = [line.split("\t") for line in full.stdout.strip().splitlines()]
+    header, rows = rows[0], rows[1:]
+    tsv = {(row[header.index("metric")], row[header.index("query")] or "all"): float(row[header.index("expected")])
+           for row in rows}
+    trec = {(name.strip(), qid): float(value) for name, qid, value in
+            (line.split("\t") for line in lean.stdout.strip().splitlines())}
+    names = {"map": "map", "ndcg_cut.10": "ndcg_cut_10"}
+    assert len(trec) == len(tsv) > 2
+    for (metric, qid), value in tsv.items():
+        assert trec[names[metric], qid] == pytest.approx(value, abs=1e-12)

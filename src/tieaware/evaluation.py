@@ -134,16 +134,14 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         if stream:
             from .streaming import evaluate_stream
 
-            query_ids, frames, *_ = evaluate_stream(qrels, run, specs, make_comparable, oblivious,
+            query_ids, tables, *_ = evaluate_stream(qrels, run, specs, make_comparable, oblivious,
                                                     chunk_queries=None if stream is True else stream,
                                                     ignore_identical_ids=ignore_identical_ids)
-            results = {spec.name: MetricResult(spec.name, frames[spec.name], oblivious, spec.aggregate)
-                       for spec in specs}
         else:
             query_ids, tables = per_query_tables(qrels, run, specs, make_comparable, oblivious,
                                                  ignore_identical_ids)
-            results = {spec.name: MetricResult.from_table(spec.name, query_ids, tables[spec.name], oblivious,
-                                                          spec.aggregate) for spec in specs}
+        results = {spec.name: MetricResult.from_table(spec.name, query_ids, tables[spec.name], oblivious,
+                                                      spec.aggregate) for spec in specs}
     if per_query_out is not None:
         from .streaming import write_per_query
 

@@ -26,18 +26,20 @@ import warnings
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from .errors import InputError, QueryMismatchError
 from .inputs import FORMAT_NAMES, file_format, is_ranx_qrels, load_qrels, put_value
 from .metrics import parse_metric, parse_metrics
 from .outputs import atomic_output, check_utf8_ids
 from .raw_files import checked_path
-from .report import PER_QUERY_COLUMNS, EvaluationReport, MetricResult, per_query_frame
+from .report import KERNEL_COLUMNS, PER_QUERY_COLUMNS, EvaluationReport, MetricResult
 from .trec_files import TrecFile, put_segment
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Queries per chunk unless given.
 CHUNK_QUERIES = 1_000
@@ -110,12 +112,12 @@ def _bucket_chunks(source: TrecFile, order: list) -> Iterator[dict]:
 
 
 class Streamed(NamedTuple):
-    """What `evaluate_stream` returns: the evaluated query ids, {metric: per-query DataFrame}, the run's
-    queries without qrels (not evaluated), how many queries the run holds and its tag (trec_eval's
-    ``runid``: the last line's)."""
+    """What `evaluate_stream` returns: the evaluated query ids, {metric: per-query kernel table (Q, 5),
+    `report.KERNEL_COLUMNS`}, the run's queries without qrels (not evaluated), how many queries the run
+    holds and its tag (trec_eval's ``runid``: the last line's)."""
 
     query_ids: list
-    frames: dict
+    tables: dict
     extra: list
     run_queries: int
     run_tag: str | None
@@ -150,6 +152,7 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
     if is_ranx_qrels(qrels):
         qrels = qrels.to_dict()
     order: list = []
+    evaluated: list = []
     pieces: dict = {spec.name: [] for spec in specs}
     extra: list = []
 
@@ -160,9 +163,9 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
             return
         query_ids, tables = per_query_tables({q: qrels[q] for q in judged}, judged, specs, False, oblivious,
                                              ignore_identical_ids, from_file=True)
-        frames = {name: per_query_frame(query_ids, table) for name, table in tables.items()}
-        for name, frame in frames.items():
-            pieces[name].append(frame)
+        evaluated.extend(query_ids)
+        for name, table in tables.items():
+            pieces[name].append(table)
 
     try:
         for chunk in _grouped_chunks(source, chunk_queries, chunk_docs):
@@ -175,7 +178,7 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
                              "(sort -s -k1,1).") from None
         warnings.warn(f"run file {str(path)!r} is not grouped by query ({reason}): partitioning it by query "
                       "first (one extra pass).", RuntimeWarning, stacklevel=3)
-        order, extra, pieces = [], [], {spec.name: [] for spec in specs}
+        order, extra, evaluated, pieces = [], [], [], {spec.name: [] for spec in specs}
         source = TrecFile(path, "run")  # read whole: its tag is the last line's
         for chunk in _bucket_chunks(source, order):
             evaluate_chunk(chunk)
@@ -188,31 +191,34 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
     if missing:  # make_comparable: scored as empty runs, after the run's queries, as in memory
         evaluate_chunk({q: {} for q in missing})
     query_ids = [q for q in order if q in qrels] + missing
-    frames = {name: (pd.concat(parts) if parts else _empty_frame()).reindex(pd.Index(query_ids, name="query_id"))
-              for name, parts in pieces.items()}
-    return Streamed(query_ids, frames, extra, len(order), source.tag)
+    rows = None
+    if evaluated != query_ids:  # partitioned: the buckets' order, not the run's
+        at = {q: i for i, q in enumerate(evaluated)}
+        rows = np.fromiter((at[q] for q in query_ids), np.int64, len(query_ids))
+    tables = {}
+    for name, parts in pieces.items():
+        table = np.concatenate(parts) if parts else np.empty((0, len(KERNEL_COLUMNS)))
+        tables[name] = table if rows is None else table[rows]
+    return Streamed(query_ids, tables, extra, len(order), source.tag)
 
 
 def evaluate_file(qrels, path, metrics, *, relevance_level: int = 1, oblivious: str = "trec_eval",
                   make_comparable: bool = False, chunk_queries: int | None = None,
                   per_query_out=None, ignore_identical_ids: bool = False) -> tuple[EvaluationReport, Streamed]:
-    """(report, `Streamed` without its frames) of a TREC run file read once, chunk by chunk
+    """(report, `Streamed` without its tables) of a TREC run file read once, chunk by chunk
     (`evaluate_stream` with ``drop_extra``): what `tieaware eval` does with a run file, as trec_eval does,
     in memory that grows with the chunk, not the run. ``per_query_out`` is written once complete."""
     specs = parse_metrics(metrics, relevance_level)
     streamed = evaluate_stream(qrels, path, specs, make_comparable, oblivious, chunk_queries=chunk_queries,
                                drop_extra=True, ignore_identical_ids=ignore_identical_ids)
-    report = EvaluationReport({spec.name: MetricResult(spec.name, streamed.frames[spec.name], oblivious,
-                                                       spec.aggregate) for spec in specs})
+    report = EvaluationReport({spec.name: MetricResult.from_table(spec.name, streamed.query_ids,
+                                                                  streamed.tables[spec.name], oblivious,
+                                                                  spec.aggregate) for spec in specs})
     if per_query_out is not None:
         write_per_query(per_query_out, {name: result.per_query for name, result in report.items()},
                         oblivious=oblivious, relevance_level=relevance_level,
                         ignore_identical_ids=ignore_identical_ids)
-    return report, streamed._replace(frames={})
-
-
-def _empty_frame() -> pd.DataFrame:
-    return pd.DataFrame(columns=PER_QUERY_COLUMNS, index=pd.Index([], name="query_id"), dtype=float)
+    return report, streamed._replace(tables={})
 
 
 #: Key of the per-query tables' metadata: the TSV's first line is ``#`` + this + a tab + JSON; Parquet
@@ -235,6 +241,8 @@ def write_per_query(path, frames: dict, *, oblivious: str, relevance_level,
     checksums), so a damaged or edited table is refused. Query ids are quoted in the TSV, so any text
     (tabs, ``\\r``, empty) reads back as written. The file appears only once complete
     (`tieaware.outputs.atomic_output`)."""
+    import pandas as pd
+
     from . import __version__
 
     query_ids = list(next(iter(frames.values())).index) if frames else []
@@ -264,6 +272,8 @@ def write_per_query(path, frames: dict, *, oblivious: str, relevance_level,
 
 def _read_table(path: Path) -> tuple[dict, pd.DataFrame]:
     """(metadata, rows) of one per-query table, checked on its own: columns, numbers, row count."""
+    import pandas as pd
+
     if path.suffix.lower() in (".parquet", ".parq"):
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -352,6 +362,8 @@ def merge(paths) -> EvaluationReport:
             edited, when tables differ in what defines the numbers (metric names, relevance level,
             tie order, ignore_identical_ids, tieaware version), or when a query is in two tables.
     """
+    import pandas as pd
+
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not paths:
         raise InputError("merge needs at least one per-query table.")
