@@ -317,12 +317,12 @@ def test_a_cut_off_archive_names_the_lines_read_before_the_cut(tmp_path, compres
     assert 0 < read < 30_000  # the lines before the cut were read, and counted
 
 
-def test_eval_in_trec_layout_imports_no_pandas(plain):
-    """`tieaware eval -o trec` (trec_eval's layout, with -q) runs without pandas or tqdm (a third of
-    its start), with the numbers the pandas path (-o tsv) gives."""
+def test_eval_in_trec_layout_imports_neither_pandas_nor_scipy(plain):
+    """`tieaware eval -o trec` (trec_eval's layout, with -q) runs without pandas, scipy or tqdm (a
+    third of its start), with the numbers the pandas path (-o tsv) gives."""
     run, qrels = plain
     code = ("import sys, tieaware.cli; code = tieaware.cli.main(sys.argv[1:]); "
-            "print([m for m in ('pandas', 'tqdm', 'ranx') if m in sys.modules], file=sys.stderr); "
+            "print([m for m in ('pandas', 'scipy.linalg', 'tqdm', 'ranx') if m in sys.modules], file=sys.stderr); "
             "sys.exit(code)")
     args = ["eval", str(qrels), str(run), "-m", "map", "-m", "ndcg_cut.10", "-q", "--digits", "12"]
     lean = subprocess.run([sys.executable, "-c", code, *args, "-o", "trec"], capture_output=True, text=True,
