@@ -1,7 +1,8 @@
 """TREC run and qrels files read into columns by one compiled pass, in blocks of whole lines.
 
 `TrecFile` reads a file (plain, gzip, bzip2 or xz; a path, a FIFO or ``-`` for standard input) once, in
-blocks of about `BLOCK_BYTES`, each scanned by `kernels.trec.scan`: no Python object per line, only the
+blocks of about `BLOCK_BYTES`, each scanned by `kernels.trec.scan` on a thread of its own, one block ahead
+of the caller (the scan and the decompression release the GIL): no Python object per line, only the
 ids, decoded per block in one call each. A `Block` holds the ids of its segments of consecutive lines of
 one query, the doc ids, the scores (float64) or grades (int64) and the line numbers. Every reader of TREC
 files uses it: `inputs.read_trec_run` / `read_trec_qrels` (and so `evaluate` on paths and the HPS candidate
@@ -16,12 +17,15 @@ their text by Python's ``float``, which is correctly rounded as C's ``strtod`` i
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+import queue
+import threading
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from . import threads
 from .errors import InputError
 from .kernels import trec as kernel
 from .raw_files import DECOMPRESSION_ERRORS, STDIN, checked_path, open_binary
@@ -63,8 +67,12 @@ class TrecFile:
         """Whether the file can be read again (a regular file, not standard input, a pipe or a FIFO)."""
         return str(self.path) != STDIN and self.path.is_file()
 
-    def blocks(self) -> Iterator[Block]:
-        """The file's records, block by block; a bad line raises after the records before it."""
+    def blocks(self) -> Generator[Block, None, None]:
+        """The file's records, block by block, read and scanned one block ahead on a thread of their own
+        (unless `threads.n_threads` is 1); a bad line raises after the records before it."""
+        return _ahead(self._blocks()) if threads.n_threads() > 1 else self._blocks()
+
+    def _blocks(self) -> Generator[Block, None, None]:
         run = self.kind == "run"
         words = _WORDS
         empty_f, empty_i = np.empty(0, np.float64), np.empty(0, np.int64)
@@ -160,6 +168,49 @@ class TrecFile:
         except InputError as exc:
             return exc
         return InputError(f"{where}: score {tokens[4]!r} is not a number.")
+
+
+def _ahead(items: Generator[Block, None, None]) -> Generator[Block, None, None]:
+    """The items of `items`, made on a thread of their own at most one ahead of the caller; what that
+    raises is raised here after the items before it. Stopping early (closing this generator) stops it."""
+    handover: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def give(item) -> bool:
+        while not stop.is_set():
+            try:
+                handover.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def make() -> None:
+        try:
+            for item in items:
+                if not give((True, item)):
+                    return
+        except BaseException as exc:  # handed to the caller, raised there
+            give((False, exc))
+        else:
+            give((False, None))
+        finally:
+            items.close()
+
+    maker = threading.Thread(target=make, name="tieaware-trec-reader", daemon=True)
+    maker.start()
+    try:
+        while True:
+            ok, item = handover.get()
+            if ok:
+                yield item
+            elif item is None:
+                return
+            else:
+                raise item
+    finally:
+        stop.set()
+        maker.join()
 
 
 def _read_block(handle) -> tuple[bytes, Exception | None]:

@@ -145,7 +145,7 @@ def _append(source, lo, hi, target, at):
     return at + hi - lo + 1
 
 
-@kernel
+@kernel(nogil=True)
 def scan(buf, run, rec_line, scores, grades, slow, docs, seg_start, queries, words):
     """Read the lines of ``buf`` (whole lines, the last ending in a newline) until the first bad one.
 
@@ -156,7 +156,8 @@ def scan(buf, run, rec_line, scores, grades, slow, docs, seg_start, queries, wor
     convert from their text. ``words`` holds b"inf", b"infinity", b"nan".
 
     Returns (records, doc bytes, segments, query bytes, slow scores, tag start, tag end (of the last
-    record), lines, bad line index or -1, its error code).
+    record), lines, bad line index or -1, its error code). Releases the GIL: `trec_files` scans the next
+    block while the caller evaluates the one before.
     """
     inf_word, infinity_word, nan_word = words
     n = buf.shape[0]
