@@ -231,6 +231,39 @@ def test_compiled_reader_equals_the_python_reader(tmp_path, monkeypatch, data, k
         assert got == expected
 
 
+def _streamed(path: Path, chunk_docs: int) -> dict:
+    """The run as `streaming` reads it to evaluate it: whole queries per chunk, as code points."""
+    out: dict = {}
+    for chunk in streaming._column_chunks(trec_files.TrecFile(path, "run"), 10**9, chunk_docs):
+        assert len(chunk.query_ids) == chunk.n_ret.size and int(chunk.n_ret.sum()) == chunk.scores.size
+        for qid, docs in chunk.as_dict().items():
+            assert qid not in out
+            out[qid] = docs
+    if not out:  # as evaluate_stream says it
+        raise InputError(f"run file {str(path)!r} holds no run lines.")
+    return out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), block=st.sampled_from([1, 5, 64, 1 << 23]), chunk_docs=st.sampled_from([1, 3, 1 << 16]))
+def test_streamed_columns_equal_the_python_reader(tmp_path, monkeypatch, data, block, chunk_docs):
+    """The chunks `tieaware eval` evaluates hold the oracle's records, and its first error (a document
+    twice for a query included), whatever the block and chunk sizes; a file whose queries come back
+    is left to the partitioning pass."""
+    monkeypatch.setattr(trec_files, "BLOCK_BYTES", block)
+    path = tmp_path / "run.trec"
+    path.write_bytes(data.draw(_trec_text("run")))
+    expected = _outcome(lambda p: oracle_read(p, "run"), path)
+    try:
+        got = _outcome(lambda p: _streamed(p, chunk_docs), path)
+    except streaming._Unsorted:
+        return
+    if isinstance(expected, str):
+        assert isinstance(got, str) and got.startswith(expected), (got, expected)
+    else:
+        assert got == expected
+
+
 def test_scores_are_read_as_strtod_reads_them(tmp_path):
     """Correct rounding on the hard cases (halfway, 17+ digits, subnormals) equals Python's float."""
     texts = ["0.1", "9007199254740993", "2.2250738585072011e-308", "4.9e-324", "1.7976931348623157e308",
@@ -269,7 +302,7 @@ def test_cli_reads_a_run_once_chunk_by_chunk_with_the_in_memory_numbers(plain, t
     per_query_tables = evaluation.per_query_tables
 
     def counting(qrels, run, *args, **kwargs):
-        chunks.append(len(run))
+        chunks.append(len(run.query_ids))
         return per_query_tables(qrels, run, *args, **kwargs)
 
     monkeypatch.setattr(streaming, "CHUNK_DOCS", 200)
@@ -342,3 +375,23 @@ def test_eval_in_trec_layout_imports_neither_pandas_nor_scipy(plain):
     assert len(trec) == len(tsv) > 2
     for (metric, qid), value in tsv.items():
         assert trec[names[metric], qid] == pytest.approx(value, abs=1e-12)
+
+
+def test_the_reader_thread_stops_with_its_reader(tmp_path, monkeypatch):
+    """Blocks are scanned on a thread one ahead; a reader that stops early stops it, and a bad line
+    raises after the blocks before it."""
+    monkeypatch.setattr(trec_files, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(trec_files.threads, "n_threads", lambda: 2)
+    path = tmp_path / "run.trec"
+    path.write_text("".join(f"q{i} Q0 d{i} 1 {i} t\n" for i in range(200)) + "q9 Q0 d1 1 nan t\n")
+    before = {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"}
+    blocks = trec_files.TrecFile(path, "run").blocks()
+    assert next(blocks).query_ids[0] == "q0"
+    assert any(t.name == "tieaware-trec-reader" for t in threading.enumerate())
+    blocks.close()
+    assert {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"} == before
+    seen = []
+    with pytest.raises(InputError, match=r"run.trec:201: score is NaN"):
+        for block in trec_files.TrecFile(path, "run").blocks():
+            seen += block.query_ids
+    assert seen == [f"q{i}" for i in range(200)]

@@ -164,14 +164,15 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
 def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str,
                      ignore_identical_ids: bool = False, from_file: bool | None = None):
     """(query ids, {metric name: per-query table (Q, 5), `metric_stats`' columns}) of one qrels/run
-    pair held in memory (`from_file`: as `ranked_lists`). The tables are read-only: they are cached
+    pair held in memory (`from_file`: as `ranked_lists`), or of a run already read into `RankedLists`
+    (by `streaming` from a file). The tables are read-only: they are cached
     with a ranx Run's conversion. ``ignore_identical_ids``: BEIR's convention
     (`tieaware.inputs.without_identical_ids`)."""
     if ignore_identical_ids:
         run = without_identical_ids(run)
     if any(spec.judged_only for spec in specs):
         return _with_judged_only(qrels, run, specs, make_comparable, oblivious)
-    lists = ranked_lists(qrels, run, make_comparable, from_file)
+    lists = run if isinstance(run, RankedLists) else ranked_lists(qrels, run, make_comparable, from_file)
     tables = {}
     this_call = {}  # per tie order, the kept `Judged` with flags shared by this call's metrics only
     for spec in specs:

@@ -16,6 +16,7 @@ into the `EvaluationReport` a single run gives, refusing shards that disagree.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -32,11 +33,13 @@ import numpy as np
 
 from .errors import InputError, QueryMismatchError
 from .inputs import FORMAT_NAMES, file_format, is_ranx_qrels, load_qrels, put_value
+from .kernels import trec as trec_kernels
 from .metrics import parse_metric, parse_metrics
 from .outputs import atomic_output, check_utf8_ids
+from .ranked_lists import from_columns
 from .raw_files import checked_path
 from .report import KERNEL_COLUMNS, PER_QUERY_COLUMNS, EvaluationReport, MetricResult
-from .trec_files import TrecFile, put_segment
+from .trec_files import TrecFile
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,29 +57,138 @@ class _Unsorted(Exception):
     """A query's lines are not together in the file."""
 
 
-def _grouped_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None = None) -> Iterator[dict]:
-    """{qid: {docid: score}} chunks of whole queries, a new chunk once one holds ``chunk_queries`` queries
-    or ``chunk_docs`` documents; raises `_Unsorted` when a query comes back."""
-    chunk: dict = {}
+class Columns(NamedTuple):
+    """Whole queries of a run file in its order: query ``query_ids[q]`` holds ``n_ret[q]`` records, record
+    i with score ``scores[i]``, doc id ``codes[lo[i]:hi[i]]`` (Unicode code points) and line ``lines[i]``."""
+
+    path: Path
+    query_ids: list
+    n_ret: np.ndarray
+    scores: np.ndarray
+    codes: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    lines: np.ndarray
+
+    def doc_id(self, record: int) -> str:
+        return self.codes[self.lo[record]:self.hi[record]].tobytes().decode("utf-32-le")
+
+    def check_repeats(self) -> None:
+        """A document given twice for a query is an error naming its second line (the first in the file)."""
+        offsets = np.zeros(len(self.query_ids) + 1, np.int64)
+        np.cumsum(self.n_ret, out=offsets[1:])
+        record = trec_kernels.first_repeat(self.codes, self.lo, self.hi, offsets)
+        if record >= 0:
+            qid = self.query_ids[int(np.searchsorted(offsets, record, side="right")) - 1]
+            raise InputError(f"{self.path}:{self.lines[record]}: document {self.doc_id(record)!r} appears twice "
+                             f"for query {qid!r}.")
+
+    def only(self, keep: list) -> Columns:
+        """The queries whose ``keep`` is true."""
+        kept = np.asarray(keep, np.bool_)
+        records = np.repeat(kept, self.n_ret)
+        return self._replace(query_ids=[q for q, k in zip(self.query_ids, keep) if k], n_ret=self.n_ret[kept],
+                             scores=self.scores[records], lo=self.lo[records], hi=self.hi[records],
+                             lines=self.lines[records])
+
+    def as_dict(self) -> dict:
+        """``{qid: {docid: score}}``."""
+        text = self.codes.tobytes().decode("utf-32-le")
+        scores = self.scores.tolist()
+        out, at = {}, 0
+        for qid, n in zip(self.query_ids, self.n_ret.tolist()):
+            out[qid] = {text[lo:hi]: score for lo, hi, score in
+                        zip(self.lo[at:at + n].tolist(), self.hi[at:at + n].tolist(), scores[at:at + n])}
+            at += n
+        return out
+
+
+class _Pending:
+    """Records read but not yet handed out: whole queries, and the last one, which may go on in the next
+    block. ``arrays``: scores, codes, lo, hi, lines."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.query_ids: list = []
+        self.counts: list = []
+        self.arrays: list = []
+
+    def add(self, block) -> None:
+        """Append a block's arrays (ids shifted past the codes held)."""
+        codes, lo, hi = block.doc_codes()
+        if self.arrays:
+            scores, held, held_lo, held_hi, lines = self.arrays
+            shift = held.size
+            self.arrays = [np.concatenate([scores, block.values]), np.concatenate([held, codes]),
+                           np.concatenate([held_lo, lo + shift]), np.concatenate([held_hi, hi + shift]),
+                           np.concatenate([lines, block.lines])]
+        else:
+            self.arrays = [block.values, codes, lo, hi, block.lines]
+
+    def ready(self, chunk_queries: int, chunk_docs: int | None) -> int:
+        """How many queries the next chunk takes, once they are whole: as many as reach ``chunk_queries``
+        queries or ``chunk_docs`` documents; 0 until then."""
+        whole = len(self.counts) - 1
+        if whole <= 0:
+            return 0
+        if chunk_docs is not None:
+            reached = np.flatnonzero(np.cumsum(self.counts[:whole]) >= chunk_docs)
+            if reached.size:
+                return min(int(reached[0]) + 1, chunk_queries)
+        return chunk_queries if whole >= chunk_queries else 0
+
+    def take(self, n_queries: int) -> Columns:
+        """The first ``n_queries`` queries, as `Columns` (codes read-only, as the dict reader's)."""
+        n = int(sum(self.counts[:n_queries]))
+        scores, codes, lo, hi, lines = self.arrays
+        cut = int(lo[n]) if n < lo.size else codes.size
+        chunk_codes = codes[:cut]
+        chunk_codes.setflags(write=False)
+        taken = Columns(self.path, self.query_ids[:n_queries], np.array(self.counts[:n_queries], np.int64),
+                        scores[:n], chunk_codes, lo[:n], hi[:n], lines[:n])
+        self.query_ids, self.counts = self.query_ids[n_queries:], self.counts[n_queries:]
+        self.arrays = [scores[n:], codes[cut:], lo[n:] - cut, hi[n:] - cut, lines[n:]] if self.counts else []
+        return taken
+
+
+def _column_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None = None) -> Iterator[Columns]:
+    """`Columns` of whole queries, a new chunk once one holds ``chunk_queries`` queries or ``chunk_docs``
+    documents, each checked for documents given twice; raises `_Unsorted` when a query comes back. A bad
+    line raises once the records before it are checked (the first error in the file's order wins)."""
+    pending = _Pending(source.path)
     finished: set = set()
-    current = None
-    docs = 0
-    for block in source.blocks():
-        values = block.values.tolist()
-        for segment, qid in enumerate(block.query_ids):
-            if qid != current:
+    with contextlib.closing(source.blocks()) as blocks:
+        while True:
+            try:
+                block = next(blocks)
+            except StopIteration:
+                break
+            except InputError:  # a bad line: a document repeated before it comes first
+                if pending.query_ids:
+                    pending.take(len(pending.query_ids)).check_repeats()
+                raise
+            for segment, qid in enumerate(block.query_ids):
+                n = int(block.seg_start[segment + 1] - block.seg_start[segment])
+                if pending.query_ids and qid == pending.query_ids[-1]:
+                    pending.counts[-1] += n
+                    continue
                 if qid in finished:
+                    pending.add(block)
+                    pending.take(len(pending.query_ids)).check_repeats()
                     raise _Unsorted(f"{block.where(int(block.seg_start[segment]))}: query {qid!r} comes back "
                                     "after other queries")
-                if current is not None:
-                    finished.add(current)
-                if len(chunk) >= chunk_queries or chunk_docs is not None and docs >= chunk_docs:
-                    yield chunk
-                    chunk, docs = {}, 0
-                current = qid
-            put_segment(chunk, block, segment, values)
-            docs += int(block.seg_start[segment + 1] - block.seg_start[segment])
-    if chunk:
+                if pending.query_ids:
+                    finished.add(pending.query_ids[-1])
+                pending.query_ids.append(qid)
+                pending.counts.append(n)
+            pending.add(block)
+            while n_queries := pending.ready(chunk_queries, chunk_docs):
+                chunk = pending.take(n_queries)
+                chunk.check_repeats()
+                yield chunk
+    if pending.query_ids:
+        chunk = pending.take(len(pending.query_ids))
+        chunk.check_repeats()
         yield chunk
 
 
@@ -156,21 +268,32 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
     pieces: dict = {spec.name: [] for spec in specs}
     extra: list = []
 
-    def evaluate_chunk(chunk: dict) -> None:
-        judged = {q: chunk[q] for q in chunk if q in qrels}
-        extra.extend(q for q in chunk if q not in qrels)
-        if not judged:
+    as_dicts = ignore_identical_ids or any(spec.judged_only for spec in specs)  # options read on dicts
+
+    def evaluate_chunk(chunk: dict | Columns) -> None:
+        queries = chunk.query_ids if isinstance(chunk, Columns) else list(chunk)
+        keep = [q in qrels for q in queries]
+        extra.extend(q for q, judged in zip(queries, keep) if not judged)
+        if not any(keep):
             return
-        query_ids, tables = per_query_tables({q: qrels[q] for q in judged}, judged, specs, False, oblivious,
-                                             ignore_identical_ids, from_file=True)
+        if isinstance(chunk, Columns):
+            columns = chunk if all(keep) else chunk.only(keep)
+            judgments = {q: qrels[q] for q in columns.query_ids}
+            run = columns.as_dict() if as_dicts else from_columns(
+                judgments, columns.query_ids, columns.n_ret, columns.scores, columns.codes, columns.lo, columns.hi)
+        else:
+            run = {q: chunk[q] for q in chunk if q in qrels}
+            judgments = {q: qrels[q] for q in run}
+        query_ids, tables = per_query_tables(judgments, run, specs, False, oblivious, ignore_identical_ids,
+                                             from_file=True)
         evaluated.extend(query_ids)
         for name, table in tables.items():
             pieces[name].append(table)
 
     try:
-        for chunk in _grouped_chunks(source, chunk_queries, chunk_docs):
-            order.extend(chunk)
-            evaluate_chunk(chunk)
+        for columns in _column_chunks(source, chunk_queries, chunk_docs):
+            order.extend(columns.query_ids)
+            evaluate_chunk(columns)
     except _Unsorted as reason:
         if not source.rereadable:
             raise InputError(f"run {str(path)!r} is not grouped by query ({reason}) and cannot be read a second "
@@ -180,8 +303,8 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
                       "first (one extra pass).", RuntimeWarning, stacklevel=3)
         order, extra, evaluated, pieces = [], [], [], {spec.name: [] for spec in specs}
         source = TrecFile(path, "run")  # read whole: its tag is the last line's
-        for chunk in _bucket_chunks(source, order):
-            evaluate_chunk(chunk)
+        for bucket in _bucket_chunks(source, order):
+            evaluate_chunk(bucket)
     if not order:  # as the in-memory reader (`inputs.read_trec_run`), also with make_comparable
         raise InputError(f"run file {str(path)!r} holds no run lines.")
     in_run = set(order)

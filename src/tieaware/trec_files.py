@@ -2,11 +2,11 @@
 
 `TrecFile` reads a file (plain, gzip, bzip2 or xz; a path, a FIFO or ``-`` for standard input) once, in
 blocks of about `BLOCK_BYTES`, each scanned by `kernels.trec.scan` on a thread of its own, one block ahead
-of the caller (the scan and the decompression release the GIL): no Python object per line, only the
-ids, decoded per block in one call each. A `Block` holds the ids of its segments of consecutive lines of
-one query, the doc ids, the scores (float64) or grades (int64) and the line numbers. Every reader of TREC
-files uses it: `inputs.read_trec_run` / `read_trec_qrels` (and so `evaluate` on paths and the HPS candidate
-reader) and `streaming.evaluate_stream`.
+of the caller (the scan and the decompression release the GIL): no Python object per line. A `Block` holds
+the ids of its segments of consecutive lines of one query, the doc ids as UTF-8 bytes (decoded into
+strings, `Block.doc_ids`, or code points, `Block.doc_codes`, in one call each), the scores (float64) or
+grades (int64) and the line numbers. Every reader of TREC files uses it: `inputs.read_trec_run` /
+`read_trec_qrels` (and so `evaluate` on paths and the HPS candidate reader) and `streaming.evaluate_stream`.
 
 Strictness is trec_eval's reading made explicit (see `kernels.trec`): what trec_eval would misread
 (a fractional grade, ``0_4``, NaN, a document twice for a query, a wrong number of columns, bytes that
@@ -21,6 +21,7 @@ import queue
 import threading
 from collections.abc import Generator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -40,17 +41,34 @@ _BOM = b"\xef\xbb\xbf"
 @dataclass
 class Block:
     """Records of whole lines of a TREC file: segment ``s`` is query ``query_ids[s]``, records
-    ``seg_start[s]:seg_start[s + 1]``."""
+    ``seg_start[s]:seg_start[s + 1]``; ``docs`` the doc ids' UTF-8 bytes, each followed by a newline."""
 
     path: Path
     query_ids: list
     seg_start: np.ndarray
-    doc_ids: list
+    docs: np.ndarray
     values: np.ndarray
     lines: np.ndarray
 
     def where(self, record: int) -> str:
         return f"{self.path}:{self.lines[record]}"
+
+    @cached_property
+    def doc_ids(self) -> list:
+        """The doc ids as strings, one per record."""
+        return self.docs[:-1].tobytes().decode("utf-8").split("\n")
+
+    def doc_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(codes, lo, hi): the doc ids as Unicode code points (uint32), id i being ``codes[lo[i]:hi[i]]``."""
+        if (self.docs < 128).all():
+            codes = self.docs.astype(np.uint32)
+        else:
+            codes = np.frombuffer(self.docs.tobytes().decode("utf-8").encode("utf-32-le"), np.uint32)
+        hi = np.flatnonzero(codes == 10)
+        lo = np.empty_like(hi)
+        lo[:1] = 0
+        lo[1:] = hi[:-1] + 1
+        return codes, lo, hi
 
 
 class TrecFile:
@@ -125,8 +143,8 @@ class TrecFile:
                     if run:
                         self.tag = chunk[tag_lo:tag_hi].decode("utf-8")
                     yield Block(self.path, queries[:n_q - 1].tobytes().decode("utf-8").split("\n"),
-                                seg_start[:n_seg + 1], docs[:n_doc - 1].tobytes().decode("utf-8").split("\n"),
-                                values, rec_line[:n_rec].astype(np.int64) + (lines_before + 1))
+                                seg_start[:n_seg + 1].copy(), docs[:n_doc].copy(), values.copy(),
+                                rec_line[:n_rec].astype(np.int64) + (lines_before + 1))
                 if bad >= 0:
                     raise self._line_error(chunk, bad, lines_before + bad + 1, code)
                 if pending is not None:

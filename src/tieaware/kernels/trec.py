@@ -220,3 +220,41 @@ def scan(buf, run, rec_line, scores, grades, slow, docs, seg_start, queries, wor
         n_rec += 1
         line += 1
     return n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, line, -1, 0
+
+
+@kernel(nogil=True)
+def first_repeat(codes, id_lo, id_hi, offsets):
+    """The first id (in order) that its query (ids ``offsets[q]:offsets[q + 1]``, id i being
+    ``codes[id_lo[i]:id_hi[i]]``) holds earlier too, or -1: an open-addressing table of each query's ids
+    by an FNV-1a hash, a match confirmed code by code."""
+    longest = 0
+    for q in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    capacity = 2
+    while capacity < 2 * longest:
+        capacity *= 2
+    table = np.empty(capacity, np.int64)
+    for q in range(offsets.shape[0] - 1):
+        lo, hi = offsets[q], offsets[q + 1]
+        size = 2
+        while size < 2 * (hi - lo):
+            size *= 2
+        table[:size] = -1
+        for i in range(lo, hi):
+            h = np.uint64(14695981039346656037)
+            for c in range(id_lo[i], id_hi[i]):
+                h = (h ^ np.uint64(codes[c])) * np.uint64(1099511628211)
+            slot = np.int64(h & np.uint64(size - 1))
+            while table[slot] >= 0:
+                j = table[slot]
+                if id_hi[j] - id_lo[j] == id_hi[i] - id_lo[i]:
+                    same = True
+                    for k in range(id_hi[i] - id_lo[i]):
+                        if codes[id_lo[i] + k] != codes[id_lo[j] + k]:
+                            same = False
+                            break
+                    if same:
+                        return i
+                slot = (slot + 1) & (size - 1)
+            table[slot] = i
+    return -1
