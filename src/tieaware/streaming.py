@@ -105,25 +105,16 @@ class Columns(NamedTuple):
 
 class _Pending:
     """Records read but not yet handed out: whole queries, and the last one, which may go on in the next
-    block. ``arrays``: scores, codes, lo, hi, lines."""
+    block; ``parts``: per block (or the rest of one) its scores, codes, lo, hi and lines."""
 
     def __init__(self, path: Path):
         self.path = path
         self.query_ids: list = []
         self.counts: list = []
-        self.arrays: list = []
+        self.parts: list = []
 
     def add(self, block) -> None:
-        """Append a block's arrays (ids shifted past the codes held)."""
-        codes, lo, hi = block.doc_codes()
-        if self.arrays:
-            scores, held, held_lo, held_hi, lines = self.arrays
-            shift = held.size
-            self.arrays = [np.concatenate([scores, block.values]), np.concatenate([held, codes]),
-                           np.concatenate([held_lo, lo + shift]), np.concatenate([held_hi, hi + shift]),
-                           np.concatenate([lines, block.lines])]
-        else:
-            self.arrays = [block.values, codes, lo, hi, block.lines]
+        self.parts.append((block.values, *block.doc_codes, block.lines))
 
     def ready(self, chunk_queries: int, chunk_docs: int | None) -> int:
         """How many queries the next chunk takes, once they are whole: as many as reach ``chunk_queries``
@@ -138,16 +129,30 @@ class _Pending:
         return chunk_queries if whole >= chunk_queries else 0
 
     def take(self, n_queries: int) -> Columns:
-        """The first ``n_queries`` queries, as `Columns` (codes read-only, as the dict reader's)."""
+        """The first ``n_queries`` queries, as `Columns` (codes read-only, as the dict reader's): each
+        record is copied once, from the parts that hold it."""
         n = int(sum(self.counts[:n_queries]))
-        scores, codes, lo, hi, lines = self.arrays
-        cut = int(lo[n]) if n < lo.size else codes.size
-        chunk_codes = codes[:cut]
-        chunk_codes.setflags(write=False)
+        used, rest, held, shift = [], [], 0, 0
+        for k, (scores, codes, lo, hi, lines) in enumerate(self.parts):
+            if held + scores.size <= n:
+                used.append((scores, codes, lo + shift, hi + shift, lines))
+                held += scores.size
+                shift += codes.size
+                continue
+            r = n - held  # this part is cut after its record r
+            if r:
+                cut = int(lo[r])
+                used.append((scores[:r], codes[:cut], lo[:r] + shift, hi[:r] + shift, lines[:r]))
+                rest.append((scores[r:], codes[cut:], lo[r:] - cut, hi[r:] - cut, lines[r:]))
+            else:
+                rest.append((scores, codes, lo, hi, lines))
+            rest += self.parts[k + 1:]
+            break
+        scores, codes, lo, hi, lines = (np.concatenate(column) for column in zip(*used))
+        codes.setflags(write=False)
         taken = Columns(self.path, self.query_ids[:n_queries], np.array(self.counts[:n_queries], np.int64),
-                        scores[:n], chunk_codes, lo[:n], hi[:n], lines[:n])
-        self.query_ids, self.counts = self.query_ids[n_queries:], self.counts[n_queries:]
-        self.arrays = [scores[n:], codes[cut:], lo[n:] - cut, hi[n:] - cut, lines[n:]] if self.counts else []
+                        scores, codes, lo, hi, lines)
+        self.query_ids, self.counts, self.parts = self.query_ids[n_queries:], self.counts[n_queries:], rest
         return taken
 
 
@@ -157,7 +162,7 @@ def _column_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None 
     line raises once the records before it are checked (the first error in the file's order wins)."""
     pending = _Pending(source.path)
     finished: set = set()
-    with contextlib.closing(source.blocks()) as blocks:
+    with contextlib.closing(source.blocks(codes=True)) as blocks:
         while True:
             try:
                 block = next(blocks)
