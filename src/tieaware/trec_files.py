@@ -34,7 +34,6 @@ from .raw_files import DECOMPRESSION_ERRORS, STDIN, checked_path, open_binary
 #: bytes read per block (whole lines; a longer line makes a longer block)
 BLOCK_BYTES = 1 << 21
 _COLUMNS = {"run": ("qid Q0 docid rank score tag", 6), "qrels": ("qid iter docid rel", 4)}
-_WORDS = tuple(np.frombuffer(word, np.uint8) for word in (b"inf", b"infinity", b"nan"))
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -94,7 +93,6 @@ class TrecFile:
 
     def _blocks(self, codes: bool) -> Generator[Block, None, None]:
         run = self.kind == "run"
-        words = _WORDS
         empty_f, empty_i = np.empty(0, np.float64), np.empty(0, np.int64)
         lines_before = 0
         with open_binary(self.path, self.kind) as (handle, compression):
@@ -135,7 +133,7 @@ class TrecFile:
                 queries = np.empty(len(chunk), np.uint8)
                 (n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, n_lines, bad,
                  code) = kernel.scan(buf, run, rec_line, values if run else empty_f, empty_i if run else values,
-                                     slow, docs, seg_start, queries, words)
+                                     slow, docs, seg_start, queries)
                 if n_rec:
                     seg_start[n_seg] = n_rec
                     values = values[:n_rec]
