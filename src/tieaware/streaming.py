@@ -114,7 +114,7 @@ class _Pending:
         self.parts: list = []
 
     def add(self, block) -> None:
-        self.parts.append((block.values, *block.doc_codes, block.lines))
+        self.parts.append((block.values, *block.doc_codes(), block.lines))
 
     def ready(self, chunk_queries: int, chunk_docs: int | None) -> int:
         """How many queries the next chunk takes, once they are whole: as many as reach ``chunk_queries``
@@ -162,7 +162,7 @@ def _column_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None 
     line raises once the records before it are checked (the first error in the file's order wins)."""
     pending = _Pending(source.path)
     finished: set = set()
-    with contextlib.closing(source.blocks(codes=True)) as blocks:
+    with contextlib.closing(source.blocks()) as blocks:
         while True:
             try:
                 block = next(blocks)

@@ -57,7 +57,6 @@ class Block:
         """The doc ids as strings, one per record."""
         return self.docs[:-1].tobytes().decode("utf-8").split("\n")
 
-    @cached_property
     def doc_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(codes, lo, hi): the doc ids as Unicode code points (uint32), id i being ``codes[lo[i]:hi[i]]``."""
         if (self.docs < 128).all():
@@ -85,13 +84,12 @@ class TrecFile:
         """Whether the file can be read again (a regular file, not standard input, a pipe or a FIFO)."""
         return str(self.path) != STDIN and self.path.is_file()
 
-    def blocks(self, codes: bool = False) -> Generator[Block, None, None]:
+    def blocks(self) -> Generator[Block, None, None]:
         """The file's records, block by block, read and scanned one block ahead on a thread of their own
-        (unless `threads.n_threads` is 1), there also converted to `Block.doc_codes` with ``codes``; a bad
-        line raises after the records before it."""
-        return _ahead(self._blocks(codes)) if threads.n_threads() > 1 else self._blocks(codes)
+        (unless `threads.n_threads` is 1); a bad line raises after the records before it."""
+        return _ahead(self._blocks()) if threads.n_threads() > 1 else self._blocks()
 
-    def _blocks(self, codes: bool) -> Generator[Block, None, None]:
+    def _blocks(self) -> Generator[Block, None, None]:
         run = self.kind == "run"
         empty_f, empty_i = np.empty(0, np.float64), np.empty(0, np.int64)
         lines_before = 0
@@ -142,12 +140,9 @@ class TrecFile:
                                                 f"{lines_before + rec_line[record] + 1}")
                     if run:
                         self.tag = chunk[tag_lo:tag_hi].decode("utf-8")
-                    block = Block(self.path, queries[:n_q - 1].tobytes().decode("utf-8").split("\n"),
-                                  seg_start[:n_seg + 1].copy(), docs[:n_doc].copy(), values.copy(),
-                                  rec_line[:n_rec].astype(np.int64) + (lines_before + 1))
-                    if codes:
-                        block.doc_codes  # noqa: B018  # computed here, on the reader's thread
-                    yield block
+                    yield Block(self.path, queries[:n_q - 1].tobytes().decode("utf-8").split("\n"),
+                                seg_start[:n_seg + 1].copy(), docs[:n_doc].copy(), values.copy(),
+                                rec_line[:n_rec].astype(np.int64) + (lines_before + 1))
                 if bad >= 0:
                     raise self._line_error(chunk, bad, lines_before + bad + 1, code)
                 if pending is not None:
