@@ -377,10 +377,10 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
             run = _top_with_ties(run, args.max_docs, path, "eval")
     elif args.max_docs is not None:
         raise InputError("-M takes TREC or ranx JSON run files.")
-    report = evaluate(qrels, run, metrics, make_comparable=args.make_comparable, oblivious=args.oblivious,
+    result = evaluate(qrels, run, metrics, make_comparable=args.make_comparable, oblivious=args.oblivious,
                       relevance_level=args.relevance_level, per_query_out=args.per_query_out,
                       ignore_identical_ids=args.ignore_identical_ids)  # none left: recorded in per_query_out
-    return report, tag
+    return result, tag
 
 
 def _numba_without_scipy() -> None:
@@ -662,14 +662,21 @@ _DEFAULT_HELP = ("; default: trec_eval's `official` measures tieaware computes (
                  "it leaves out gm_map and iprec_at_recall")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, with ``subcommands``: {name: its parser}, for main's usage errors."""
+
+    subcommands: dict
+
+
+def build_parser() -> _Parser:
+    parser = _Parser(
         prog="tieaware", description="Tie-aware retrieval evaluation: E[M], min, max, range, bias and variance "
         "of IR metrics over all orderings of tied scores.")
     parser.add_argument("--version", action="version", version=f"tieaware {__version__}")
     parser.add_argument("--traceback", action="store_true",
                         help="show the Python traceback of an input error too (other errors always show it)")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     parser_class=argparse.ArgumentParser)
     common = _evaluation_options()
 
     ev = commands.add_parser("eval", parents=[common], help="evaluate runs tie-aware",
@@ -806,7 +813,7 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Compile every kernel once and write it to numba's on-disk cache "
                              "(NUMBA_CACHE_DIR if set), so later first calls load instead of compiling.")
     wu.set_defaults(handler=cmd_warmup)
-    parser.subcommands = commands.choices  # {name: its parser}, for main's usage errors
+    parser.subcommands = commands.choices
     return parser
 
 

@@ -471,8 +471,11 @@ def _shard_queries(path: Path, meta: dict, rows: pd.DataFrame) -> list:
                          f"({meta['oblivious']!r}): the table was edited.")
     queries = groups[meta["metrics"][0]] if groups else []
     if len(set(queries)) != len(queries):
-        seen = set()
-        repeated = next(q for q in queries if q in seen or seen.add(q))
+        seen: set = set()
+        for repeated in queries:
+            if repeated in seen:
+                break
+            seen.add(repeated)
         raise InputError(f"{path}: query {repeated!r} appears twice for metric {meta['metrics'][0]!r}.")
     for name, members in groups.items():
         if members != queries:
