@@ -395,3 +395,31 @@ def test_the_reader_thread_stops_with_its_reader(tmp_path, monkeypatch):
         for block in trec_files.TrecFile(path, "run").blocks():
             seen += block.query_ids
     assert seen == [f"q{i}" for i in range(200)]
+
+
+@pytest.mark.parametrize("options", [{}, {"ignore_identical_ids": True}, {"oblivious": "ranx"}])
+def test_streamed_columns_give_the_in_memory_numbers(tmp_path, options):
+    """Chunks of columns (and the dict chunks that judged_only metrics and ignore_identical_ids take):
+    queries without qrels left out, qrels queries the run lacks scored as empty, ties, a doc id equal to
+    its query id, every statistic equal to the in-memory path's."""
+    lines, qrels = [], {}
+    for q in range(7):
+        qid = f"q{q}"
+        docs = [qid if d == 3 else f"d{(q * 7 + d) % 11}" for d in range(10)]
+        lines += [f"{qid} Q0 {doc} {r} {round(1 - r / 10, 1) if r % 3 else 0.5} t\n" for r, doc in enumerate(docs)]
+        if q != 4:  # q4: no qrels
+            qrels[qid] = {docs[d]: d % 3 for d in range(0, 10, 2)}
+    qrels["q9"] = {"d1": 1}  # not in the run
+    path = tmp_path / "run.trec"
+    path.write_text("".join(lines))
+    metrics = ["ndcg@5", "map", "P(judged_only=True)@3", "mrr"]
+    run = read_trec_run(path)
+    del run["q4"]
+    memory = evaluate(qrels, run, metrics, make_comparable=True, **options)
+    for stream in (True, 2):
+        streamed = evaluate(qrels, str(path), metrics, stream=stream, make_comparable=True, **options)
+        for name in metrics:
+            assert streamed[name].query_ids == memory[name].query_ids
+            assert streamed[name].per_query.equals(memory[name].per_query), name
+    plain = evaluate(qrels, str(path), ["ndcg@5", "map"], stream=2, make_comparable=True, **options)
+    assert [float(plain[name]) for name in ("ndcg@5", "map")] == [float(memory[name]) for name in ("ndcg@5", "map")]
