@@ -190,15 +190,16 @@ def one_size(lines: int, folder: Path, trec_eval: Path | None, small_run: Path, 
     title = (f"{lines:,} lines ({lines // DOCS:,} queries x {DOCS:,} documents, {size:,.0f} MB), load average "
              f"{load_before} before, {load_after} after")
     print(f"\n{title}")
-    print(f"{'tool':<38}{'time (s)':>10}{'peak RSS (MB)':>15}{'time ratio':>12}{'RSS ratio':>11}")
     base = results.get("trec_eval")
+    ratio_headers = f"{'time ratio':>12}{'RSS ratio':>12}" if base else ""
+    print(f"{'tool':<38}{'time (s)':>10}{'peak RSS (MB)':>15}{ratio_headers}")
     rows = []
     for name, (seconds, rss) in results.items():
-        ratios = (f"{seconds / base[0]:.3f}", f"{rss / base[1]:.3f}") if base else ("", "")
-        print(f"{name:<38}{seconds:>10.2f}{rss:>15,.0f}{ratios[0]:>12}{ratios[1]:>11}")
+        ratios = [f"{seconds / base[0]:.3f}", f"{rss / base[1]:.3f}"] if base else []
+        print(f"{name:<38}{seconds:>10.2f}{rss:>15,.0f}" + "".join(f"{r:>12}" for r in ratios))
         rows.append([name, f"{seconds:.2f}", f"{rss:,.0f}", *ratios])
-    text = f"{title}:\n\n" + _report.table(["tool", "time (s)", "peak RSS (MB)", "time / trec_eval",
-                                            "RSS / trec_eval"], rows) + "\n"
+    headers = ["tool", "time (s)", "peak RSS (MB)"] + (["time / trec_eval", "RSS / trec_eval"] if base else [])
+    text = f"{title}:\n\n" + _report.table(headers, rows) + "\n"
     if len(reading) == 2:
         old, new = (reading[name] for name in READERS[::-1])
         line = (f"Reading the run into dicts, timed in the process: `read_trec_run` {new:.2f} s, the line-by-line "
@@ -235,8 +236,8 @@ def main() -> None:
     if args.markdown:
         body = (f"A synthetic run (queries x {DOCS:,} documents, scores with two decimals, so bf16-like ties) and "
                 f"its qrels; each tool in a process of its own on `-m {' -m '.join(METRICS)}`, wall time and peak "
-                f"RSS of the process, median of {args.repeat} runs taken in turns; ratios to trec_eval "
-                f"{'(built from source)' if trec_eval else '(not run)'}.\n\n" + "\n".join(tables))
+                f"RSS of the process, median of {args.repeat} runs taken in turns"
+                f"{'; ratios to trec_eval (built from source)' if trec_eval else ''}.\n\n" + "\n".join(tables))
         alone = all(lines > args.tieaware_only_above for lines in args.lines)  # a section of its own
         _report.write_section(args.markdown, "bench_trec_files" + ("_alone" if alone else ""),
                               f"TREC files on the command line{', tieaware eval alone' if alone else ''} "
