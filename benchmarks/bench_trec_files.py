@@ -12,8 +12,13 @@ and peak RSS of each process (``os.wait4``) side by side, with the ratios to tre
 * ``tieaware eval QRELS RUN -m ndcg_cut.10 -m map -o trec``;
 * ``tieaware.read_trec_run`` into dicts, beside the line-by-line Python reader it replaced.
 
-The numba and ranx caches are warmed on a small file first. Sizes above ``--tieaware-only-above``
-lines run `tieaware eval` alone.
+The numba and ranx caches are warmed on a small file first; the tools take turns (each repeat runs
+every tool once), so a change in the machine's load falls on all of them. Sizes above
+``--tieaware-only-above`` lines run `tieaware eval` alone. The load average is printed before and after
+each size; ``--markdown PATH`` also writes the tables into PATH's ``bench_trec_files`` section
+(``bench_trec_files_alone`` when every size runs `tieaware eval` alone). Linux
+counts a child's peak RSS from the memory of the process that started it (this script's, ~40 MB), so
+that is the floor of every figure.
 
     python benchmarks/bench_trec_files.py                              # 1M and 3M lines
     python benchmarks/bench_trec_files.py --lines 10000000 --trec-eval-src ~/trec_eval
@@ -30,6 +35,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _report  # noqa: E402
 
 METRICS = ("ndcg_cut.10", "map")
 DOCS = 1_000
@@ -161,6 +169,48 @@ def tools(trec_eval: Path | None, tieaware_only: bool) -> dict:
     return chosen
 
 
+def load() -> str:
+    return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
+
+
+def one_size(lines: int, folder: Path, trec_eval: Path | None, small_run: Path, args) -> str:
+    """Run every tool on a file of `lines` lines; print the table and return it as markdown."""
+    qrels, run = write_files(folder, lines)
+    size = run.stat().st_size / 2 ** 20
+    chosen = tools(trec_eval, lines > args.tieaware_only_above)
+    load_before = load()
+    runs: dict = {name: [] for name in chosen}
+    for _ in range(args.repeat):  # the tools take turns
+        for name, command in chosen.items():
+            runs[name].append(measure(fill(command, qrels, run, small_run)))
+    load_after = load()
+    results = {name: (statistics.median(r[0] for r in done), statistics.median(r[1] for r in done))
+               for name, done in runs.items()}
+    reading = {name: statistics.median(float(r[2]) for r in runs[name]) for name in READERS if name in runs}
+    title = (f"{lines:,} lines ({lines // DOCS:,} queries x {DOCS:,} documents, {size:,.0f} MB), load average "
+             f"{load_before} before, {load_after} after")
+    print(f"\n{title}")
+    base = results.get("trec_eval")
+    ratio_headers = f"{'time ratio':>12}{'RSS ratio':>12}" if base else ""
+    print(f"{'tool':<38}{'time (s)':>10}{'peak RSS (MB)':>15}{ratio_headers}")
+    rows = []
+    for name, (seconds, rss) in results.items():
+        ratios = [f"{seconds / base[0]:.3f}", f"{rss / base[1]:.3f}"] if base else []
+        print(f"{name:<38}{seconds:>10.2f}{rss:>15,.0f}" + "".join(f"{r:>12}" for r in ratios))
+        rows.append([name, f"{seconds:.2f}", f"{rss:,.0f}", *ratios])
+    headers = ["tool", "time (s)", "peak RSS (MB)"] + (["time / trec_eval", "RSS / trec_eval"] if base else [])
+    text = f"{title}:\n\n" + _report.table(headers, rows) + "\n"
+    if len(reading) == 2:
+        old, new = (reading[name] for name in READERS[::-1])
+        line = (f"Reading the run into dicts, timed in the process: `read_trec_run` {new:.2f} s, the line-by-line "
+                f"reader {old:.2f} s: {old / new:.2f}x.")
+        print(line)
+        text += f"\n{line}\n"
+    run.unlink()
+    qrels.unlink()
+    return text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lines", type=int, nargs="+", default=[1_000_000, 3_000_000])
@@ -169,6 +219,7 @@ def main() -> None:
     parser.add_argument("--trec-eval-src", type=Path, help="trec_eval's source folder, built with make")
     parser.add_argument("--tieaware-only-above", type=int, default=20_000_000, metavar="LINES")
     parser.add_argument("--folder", type=Path, help="where to write the files (default: a temporary folder)")
+    parser.add_argument("--markdown", metavar="PATH", help="also write the tables into PATH's section")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-trec-files-", dir=args.folder) as tmp:
         folder = Path(tmp)
@@ -180,29 +231,17 @@ def main() -> None:
         small_qrels, small_run = write_files(folder, 2 * DOCS, seed=1)
         for command in tools(trec_eval, False).values():  # compile / load the numba caches once
             measure(fill(command, small_qrels, small_run, small_run))
-        print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; median of {args.repeat} runs; "
-              f"metrics {', '.join(METRICS)}")
-        for lines in args.lines:
-            qrels, run = write_files(folder, lines)
-            size = run.stat().st_size / 2 ** 20
-            print(f"\n{lines:,} lines ({lines // DOCS:,} queries x {DOCS:,} documents, {size:,.0f} MB)")
-            print(f"{'tool':<38}{'time (s)':>10}{'peak RSS (MB)':>15}{'time ratio':>12}{'RSS ratio':>11}")
-            results, reading = {}, {}
-            for name, command in tools(trec_eval, lines > args.tieaware_only_above).items():
-                runs = [measure(fill(command, qrels, run, small_run)) for _ in range(args.repeat)]
-                results[name] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
-                if name in READERS:
-                    reading[name] = statistics.median(float(r[2]) for r in runs)
-            base = results.get("trec_eval")
-            for name, (seconds, rss) in results.items():
-                ratios = (f"{seconds / base[0]:>12.3f}{rss / base[1]:>11.3f}" if base else f"{'':>12}{'':>11}")
-                print(f"{name:<38}{seconds:>10.2f}{rss:>15,.0f}{ratios}")
-            if reading:
-                old, new = (reading[name] for name in READERS[::-1])
-                print(f"reading the run into dicts, in the process: read_trec_run {new:.2f} s, the line-by-line "
-                      f"reader {old:.2f} s: {old / new:.2f}x")
-            run.unlink()
-            qrels.unlink()
+        print(f"{_report.cores()} CPUs; median of {args.repeat} runs; metrics {', '.join(METRICS)}")
+        tables = [one_size(lines, folder, trec_eval, small_run, args) for lines in args.lines]
+    if args.markdown:
+        body = (f"A synthetic run (queries x {DOCS:,} documents, scores with two decimals, so bf16-like ties) and "
+                f"its qrels; each tool in a process of its own on `-m {' -m '.join(METRICS)}`, wall time and peak "
+                f"RSS of the process, median of {args.repeat} runs taken in turns"
+                f"{'; ratios to trec_eval (built from source)' if trec_eval else ''}.\n\n" + "\n".join(tables))
+        alone = all(lines > args.tieaware_only_above for lines in args.lines)  # a section of its own
+        _report.write_section(args.markdown, "bench_trec_files" + ("_alone" if alone else ""),
+                              f"TREC files on the command line{', tieaware eval alone' if alone else ''} "
+                              "(bench_trec_files.py)", body)
 
 
 if __name__ == "__main__":

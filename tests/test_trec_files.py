@@ -231,6 +231,39 @@ def test_compiled_reader_equals_the_python_reader(tmp_path, monkeypatch, data, k
         assert got == expected
 
 
+def _streamed(path: Path, chunk_docs: int) -> dict:
+    """The run as `streaming` reads it to evaluate it: whole queries per chunk, as code points."""
+    out: dict = {}
+    for chunk in streaming._column_chunks(trec_files.TrecFile(path, "run"), 10**9, chunk_docs):
+        assert len(chunk.query_ids) == chunk.n_ret.size and int(chunk.n_ret.sum()) == chunk.scores.size
+        for qid, docs in chunk.as_dict().items():
+            assert qid not in out
+            out[qid] = docs
+    if not out:  # as evaluate_stream says it
+        raise InputError(f"run file {str(path)!r} holds no run lines.")
+    return out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), block=st.sampled_from([1, 5, 64, 1 << 23]), chunk_docs=st.sampled_from([1, 3, 1 << 16]))
+def test_streamed_columns_equal_the_python_reader(tmp_path, monkeypatch, data, block, chunk_docs):
+    """The chunks `tieaware eval` evaluates hold the oracle's records, and its first error (a document
+    twice for a query included), whatever the block and chunk sizes; a file whose queries come back
+    is left to the partitioning pass."""
+    monkeypatch.setattr(trec_files, "BLOCK_BYTES", block)
+    path = tmp_path / "run.trec"
+    path.write_bytes(data.draw(_trec_text("run")))
+    expected = _outcome(lambda p: oracle_read(p, "run"), path)
+    try:
+        got = _outcome(lambda p: _streamed(p, chunk_docs), path)
+    except streaming._Unsorted:
+        return
+    if isinstance(expected, str):
+        assert isinstance(got, str) and got.startswith(expected), (got, expected)
+    else:
+        assert got == expected
+
+
 def test_scores_are_read_as_strtod_reads_them(tmp_path):
     """Correct rounding on the hard cases (halfway, 17+ digits, subnormals) equals Python's float."""
     texts = ["0.1", "9007199254740993", "2.2250738585072011e-308", "4.9e-324", "1.7976931348623157e308",
@@ -269,7 +302,7 @@ def test_cli_reads_a_run_once_chunk_by_chunk_with_the_in_memory_numbers(plain, t
     per_query_tables = evaluation.per_query_tables
 
     def counting(qrels, run, *args, **kwargs):
-        chunks.append(len(run))
+        chunks.append(len(run.query_ids))
         return per_query_tables(qrels, run, *args, **kwargs)
 
     monkeypatch.setattr(streaming, "CHUNK_DOCS", 200)
@@ -315,3 +348,78 @@ def test_a_cut_off_archive_names_the_lines_read_before_the_cut(tmp_path, compres
         read_trec_run(cut)
     read = int(re.search(r"after line (\d+)", str(error.value)).group(1))
     assert 0 < read < 30_000  # the lines before the cut were read, and counted
+
+
+def test_eval_in_trec_layout_imports_neither_pandas_nor_scipy(plain):
+    """`tieaware eval -o trec` (trec_eval's layout, with -q) runs without pandas, scipy or tqdm (a
+    third of its start), with the numbers the pandas path (-o tsv) gives."""
+    run, qrels = plain
+    code = ("import sys, tieaware.cli; code = tieaware.cli.main(sys.argv[1:]); "
+            "print([m for m in ('pandas', 'scipy.linalg', 'tqdm', 'ranx') if m in sys.modules], file=sys.stderr); "
+            "sys.exit(code)")
+    args = ["eval", str(qrels), str(run), "-m", "map", "-m", "ndcg_cut.10", "-q", "--digits", "12"]
+    lean = subprocess.run([sys.executable, "-c", code, *args, "-o", "trec"], capture_output=True, text=True,
+                          timeout=300)
+    assert lean.returncode == 0, lean.stderr[-2000:]
+    assert lean.stderr.strip().splitlines()[-1] == "[]"
+    full = subprocess.run([sys.executable, "-m", "tieaware", *args, "-o", "tsv"], capture_output=True, text=True,
+                          timeout=300)
+    assert full.returncode == 0, full.stderr[-2000:]
+    rows = [line.split("\t") for line in full.stdout.strip().splitlines()]
+    header, rows = rows[0], rows[1:]
+    tsv = {(row[header.index("metric")], row[header.index("query")] or "all"): float(row[header.index("expected")])
+           for row in rows}
+    trec = {(name.strip(), qid): float(value) for name, qid, value in
+            (line.split("\t") for line in lean.stdout.strip().splitlines())}
+    names = {"map": "map", "ndcg_cut.10": "ndcg_cut_10"}
+    assert len(trec) == len(tsv) > 2
+    for (metric, qid), value in tsv.items():
+        assert trec[names[metric], qid] == pytest.approx(value, abs=1e-12)
+
+
+def test_the_reader_thread_stops_with_its_reader(tmp_path, monkeypatch):
+    """Blocks are scanned on a thread one ahead; a reader that stops early stops it, and a bad line
+    raises after the blocks before it."""
+    monkeypatch.setattr(trec_files, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(trec_files.threads, "n_threads", lambda: 2)
+    path = tmp_path / "run.trec"
+    path.write_text("".join(f"q{i} Q0 d{i} 1 {i} t\n" for i in range(200)) + "q9 Q0 d1 1 nan t\n")
+    before = {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"}
+    blocks = trec_files.TrecFile(path, "run").blocks()
+    assert next(blocks).query_ids[0] == "q0"
+    assert any(t.name == "tieaware-trec-reader" for t in threading.enumerate())
+    blocks.close()
+    assert {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"} == before
+    seen = []
+    with pytest.raises(InputError, match=r"run.trec:201: score is NaN"):
+        for block in trec_files.TrecFile(path, "run").blocks():
+            seen += block.query_ids
+    assert seen == [f"q{i}" for i in range(200)]
+
+
+@pytest.mark.parametrize("options", [{}, {"ignore_identical_ids": True}, {"oblivious": "ranx"}])
+def test_streamed_columns_give_the_in_memory_numbers(tmp_path, options):
+    """Chunks of columns (and the dict chunks that judged_only metrics and ignore_identical_ids take):
+    queries without qrels left out, qrels queries the run lacks scored as empty, ties, a doc id equal to
+    its query id, every statistic equal to the in-memory path's."""
+    lines, qrels = [], {}
+    for q in range(7):
+        qid = f"q{q}"
+        docs = [qid if d == 3 else f"d{(q * 7 + d) % 11}" for d in range(10)]
+        lines += [f"{qid} Q0 {doc} {r} {round(1 - r / 10, 1) if r % 3 else 0.5} t\n" for r, doc in enumerate(docs)]
+        if q != 4:  # q4: no qrels
+            qrels[qid] = {docs[d]: d % 3 for d in range(0, 10, 2)}
+    qrels["q9"] = {"d1": 1}  # not in the run
+    path = tmp_path / "run.trec"
+    path.write_text("".join(lines))
+    metrics = ["ndcg@5", "map", "P(judged_only=True)@3", "mrr"]
+    run = read_trec_run(path)
+    del run["q4"]
+    memory = evaluate(qrels, run, metrics, make_comparable=True, **options)
+    for stream in (True, 2):
+        streamed = evaluate(qrels, str(path), metrics, stream=stream, make_comparable=True, **options)
+        for name in metrics:
+            assert streamed[name].query_ids == memory[name].query_ids
+            assert streamed[name].per_query.equals(memory[name].per_query), name
+    plain = evaluate(qrels, str(path), ["ndcg@5", "map"], stream=2, make_comparable=True, **options)
+    assert [float(plain[name]) for name in ("ndcg@5", "map")] == [float(memory[name]) for name in ("ndcg@5", "map")]

@@ -18,6 +18,7 @@ import math
 import os
 import sys
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 
 from . import __version__
@@ -272,7 +273,6 @@ def _eval_frame(name: str, report, per_query: bool):
 
     frame = report.to_dataframe()[SUMMARY_COLUMNS].reset_index()
     if per_query:
-        check_utf8_ids(next(iter(report.values())).query_ids, f"run {name}")
         queries = report.per_query().reset_index().rename(columns={"query_id": "query"})
         queries["query"] = queries["query"].astype(str)
         queries["tie_std"] = np.sqrt(queries["variance"].clip(lower=0.0))
@@ -282,38 +282,35 @@ def _eval_frame(name: str, report, per_query: bool):
     return frame
 
 
-def _write_trec(frame, runids: dict, lines: list, relevance_level: int, digits: int,
+def _write_trec(reports: dict, runids: dict, lines: list, relevance_level: int, digits: int, per_query: bool,
                 max_docs: int | None = None) -> None:
     """trec_eval's layout with E[M] in place of trec_eval's tie-order value: ``%-22s\\t%s\\t%6.4f``
     (``--digits`` sets the 4), measures named and ordered as trec_eval prints them; with ``-q`` the
     per-query lines, queries in trec_eval's (byte-wise) order; then ``all``: ``runid`` (when asked for,
     as in trec_eval's default set) and the means. Counts (``num_q``, ...) are sums, printed as
-    trec_eval's ``%ld`` where whole (an expectation at ``-M`` may not be); ``num_q`` only in ``all``."""
+    trec_eval's ``%ld`` where whole (an expectation at ``-M`` may not be); ``num_q`` only in ``all``.
+    ``reports``: {run name: `EvaluationReport`}; read without pandas."""
     out = sys.stdout
-    for run, block in frame.groupby("run", sort=False):
-        names = {metric: _trec_eval_name(metric, relevance_level, max_docs)
-                 for metric in dict.fromkeys(block["metric"])}
+    for run, report in reports.items():
         first: dict[str, str] = {}  # one line per trec_eval name, as trec_eval prints a measure once
-        for metric, trec_name in names.items():
-            first.setdefault(trec_name, metric)
+        for metric in report:
+            first.setdefault(_trec_eval_name(metric, relevance_level, max_docs), metric)
         order = sorted(first, key=_trec_order_key)
-        by_query: dict[str, dict[str, float]] = {}
-        means: dict[str, float] = {}
-        queries = block["query"].isna() if "query" in block else [True] * len(block)
-        for row, is_mean in zip(block.itertuples(index=False), queries):
-            (means if is_mean else by_query.setdefault(row.query, {}))[row.metric] = row.expected
-        counts = {metric for metric in first.values() if parse_metric(metric, relevance_level).aggregate == "sum"}
-        for qid in sorted(by_query, key=lambda q: q.encode("utf-8")):
-            for trec_name in order:
-                if trec_name != "num_q":  # trec_eval prints num_q in the all block only
-                    metric = first[trec_name]
-                    number = _trec_value(by_query[qid][metric], metric in counts, digits)
-                    out.write(f"{trec_name:<22}\t{qid}\t{number}\n")
+        counts = {metric for metric in first.values() if report[metric].aggregate == "sum"}
+        if per_query:
+            query_ids = [str(q) for q in next(iter(report.values())).query_ids]
+            values = {metric: report[metric].per_query_values("expected").tolist() for metric in first.values()}
+            for i in sorted(range(len(query_ids)), key=lambda i: query_ids[i].encode("utf-8")):
+                for trec_name in order:
+                    if trec_name != "num_q":  # trec_eval prints num_q in the all block only
+                        metric = first[trec_name]
+                        number = _trec_value(values[metric][i], metric in counts, digits)
+                        out.write(f"{trec_name:<22}\t{query_ids[i]}\t{number}\n")
         if "runid" in lines:
             out.write(f"{'runid':<22}\tall\t{runids[run]}\n")
         for trec_name in order:
             metric = first[trec_name]
-            out.write(f"{trec_name:<22}\tall\t{_trec_value(means[metric], metric in counts, digits)}\n")
+            out.write(f"{trec_name:<22}\tall\t{_trec_value(report[metric].expected, metric in counts, digits)}\n")
 
 
 def _trec_value(number: float, count: bool, digits: int) -> str:
@@ -370,15 +367,28 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
             run = _top_with_ties(run, args.max_docs, path, "eval")
     elif args.max_docs is not None:
         raise InputError("-M takes TREC or ranx JSON run files.")
-    report = evaluate(qrels, run, metrics, make_comparable=args.make_comparable, oblivious=args.oblivious,
+    result = evaluate(qrels, run, metrics, make_comparable=args.make_comparable, oblivious=args.oblivious,
                       relevance_level=args.relevance_level, per_query_out=args.per_query_out,
                       ignore_identical_ids=args.ignore_identical_ids)  # none left: recorded in per_query_out
-    return report, tag
+    return result, tag
+
+
+def _numba_without_scipy() -> None:
+    """Load numba's array implementations (which every kernel's first call loads) without the
+    ``scipy.linalg.cython_blas`` import they make to see whether BLAS is there (0.2 s and 17 MB, a
+    quarter of ``tieaware eval``'s start): without it numba's ``np.correlate``/``np.convolve`` use
+    a loop of their own, which no tieaware kernel calls; ``np.dot`` still imports scipy when compiled.
+    Only the command line does this, once, before any kernel runs."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg.cython_blas" in sys.modules:
+        return
+    sys.modules["scipy.linalg.cython_blas"] = None  # type: ignore[assignment]  # `import` raises ImportError
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        del sys.modules["scipy.linalg.cython_blas"]
 
 
 def cmd_eval(args) -> int:
-    import pandas as pd
-
     from .inputs import load_qrels
 
     metrics, lines, rejected = _metric_names(args.metrics, args.relevance_level, keep_going=args.keep_going)
@@ -393,12 +403,15 @@ def cmd_eval(args) -> int:
         raise InputError("--per-query-out takes one run (write one table per run, then `tieaware merge` them).")
     check_outputs([args.per_query_out], [args.qrels, *args.runs])
     _one_stdin(args.qrels, args.runs)
+    _numba_without_scipy()
     qrels = load_qrels(args.qrels)
     if not isinstance(qrels, dict):
         qrels = qrels.to_dict()
-    frames, runids = [], {}
-    for name, path in progress(list(zip(_run_names(args.runs), args.runs)), unit="run", desc="evaluating", delay=1.0,
-                               leave=False):
+    reports, runids = {}, {}
+    named: Iterable[tuple[str, str]] = list(zip(_run_names(args.runs), args.runs))
+    if sys.stderr.isatty():  # tqdm is imported only where its bar can show
+        named = progress(named, unit="run", desc="evaluating", delay=1.0, leave=False)
+    for name, path in named:
         try:
             report, tag = _evaluate_file(qrels, path, metrics, args)
         except QueryMismatchError as exc:
@@ -406,29 +419,34 @@ def cmd_eval(args) -> int:
             raise InputError(f"run {path}: {cli_error}") from None
         except InputError as exc:
             raise InputError(f"run {path}: {exc}") from None
-        frames.append(_eval_frame(name, report, args.per_query))
-        runids[name] = tag or name
-    frame = pd.concat(frames, ignore_index=True)
-    if args.output == "trec":
-        _write_trec(frame, runids, lines, args.relevance_level, args.digits, args.max_docs)
-    elif args.output == "table":
-        table = frame.rename(columns={"oblivious": f"obl[{args.oblivious}]"})
         if args.per_query:
-            table["query"] = table["query"].fillna("")
-        _write_frame(table, "table", args.digits)
+            check_utf8_ids(next(iter(report.values())).query_ids, f"run {name}")
+        reports[name] = report
+        runids[name] = tag or name
+    if args.output == "trec":  # pandas is not imported for trec_eval's layout
+        _write_trec(reports, runids, lines, args.relevance_level, args.digits, args.per_query, args.max_docs)
     else:
+        import pandas as pd
+
+        frame = pd.concat([_eval_frame(name, report, args.per_query) for name, report in reports.items()],
+                          ignore_index=True)
+        if args.output == "table":
+            frame = frame.rename(columns={"oblivious": f"obl[{args.oblivious}]"})
+            if args.per_query:
+                frame["query"] = frame["query"].fillna("")
         _write_frame(frame, args.output, args.digits)
     if rejected:
         return EXIT_ERROR
-    means = frame[frame["query"].isna()] if args.per_query else frame
     exceeded = False
     for statistic, limit in (("range", args.fail_range_above), ("|bias|", args.fail_bias_above)):
         if limit is None:
             continue
-        for row, value in zip(means.itertuples(index=False), means[statistic.strip("|")].abs()):
-            if value > limit:
-                print(f"tieaware: {row.run} {row.metric}: {statistic} {value:.6g} > {limit:g}", file=sys.stderr)
-                exceeded = True
+        for run, report in reports.items():
+            for metric, result in report.items():
+                value = abs(getattr(result, statistic.strip("|")))
+                if value > limit:
+                    print(f"tieaware: {run} {metric}: {statistic} {value:.6g} > {limit:g}", file=sys.stderr)
+                    exceeded = True
     return EXIT_CHECK_FAILED if exceeded else EXIT_OK
 
 
@@ -782,7 +800,7 @@ def build_parser() -> _Parser:
                              description="Compile every kernel once and write it to numba's on-disk cache "
                              "(NUMBA_CACHE_DIR if set), so later first calls load instead of compiling.")
     wu.set_defaults(handler=cmd_warmup)
-    parser.subcommands = commands.choices  # {name: its parser}, for main's usage errors
+    parser.subcommands = commands.choices
     return parser
 
 

@@ -133,16 +133,14 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         if stream:
             from .streaming import evaluate_stream
 
-            query_ids, frames, *_ = evaluate_stream(qrels, run, specs, make_comparable, oblivious,
+            query_ids, tables, *_ = evaluate_stream(qrels, run, specs, make_comparable, oblivious,
                                                     chunk_queries=None if stream is True else stream,
                                                     ignore_identical_ids=ignore_identical_ids)
-            results = {spec.name: MetricResult(spec.name, frames[spec.name], oblivious, spec.aggregate)
-                       for spec in specs}
         else:
             query_ids, tables = per_query_tables(qrels, run, specs, make_comparable, oblivious,
                                                  ignore_identical_ids)
-            results = {spec.name: MetricResult.from_table(spec.name, query_ids, tables[spec.name], oblivious,
-                                                          spec.aggregate) for spec in specs}
+        results = {spec.name: MetricResult.from_table(spec.name, query_ids, tables[spec.name], oblivious,
+                                                      spec.aggregate) for spec in specs}
     if per_query_out is not None:
         from .streaming import write_per_query
 
@@ -165,14 +163,15 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
 def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str,
                      ignore_identical_ids: bool = False, from_file: bool | None = None):
     """(query ids, {metric name: per-query table (Q, 5), `metric_stats`' columns}) of one qrels/run
-    pair held in memory (`from_file`: as `ranked_lists`). The tables are read-only: they are cached
+    pair held in memory (`from_file`: as `ranked_lists`), or of a run already read into `RankedLists`
+    (by `streaming` from a file). The tables are read-only: they are cached
     with a ranx Run's conversion. ``ignore_identical_ids``: BEIR's convention
     (`tieaware.inputs.without_identical_ids`)."""
     if ignore_identical_ids:
         run = without_identical_ids(run)
     if any(spec.judged_only for spec in specs):
         return _with_judged_only(qrels, run, specs, make_comparable, oblivious)
-    lists = ranked_lists(qrels, run, make_comparable, from_file)
+    lists = run if isinstance(run, RankedLists) else ranked_lists(qrels, run, make_comparable, from_file)
     tables = {}
     this_call = {}  # per tie order, the kept `Judged` with flags shared by this call's metrics only
     for spec in specs:

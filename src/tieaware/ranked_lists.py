@@ -481,6 +481,22 @@ def _from_dicts(qrels, run: dict, query_ids: list, ranx_order: int) -> RankedLis
                         ranx_order=ranx_order, all_scores=all_scores)
 
 
+def from_columns(qrels: dict, query_ids: list, n_ret: np.ndarray, scores: np.ndarray, codes: np.ndarray,
+                 id_lo: np.ndarray, id_hi: np.ndarray) -> RankedLists:
+    """`RankedLists` of a run given as columns, as a TREC file's reader gives them (`trec_files`): query
+    ``query_ids[q]`` holds ``n_ret[q]`` documents in order, document i with score ``scores[i]`` and id
+    ``codes[id_lo[i]:id_hi[i]]`` (code points; ``codes`` read-only), ids distinct within a query; each
+    query has judgments in ``qrels``. ranx's tie order is that of ``Run.from_file``."""
+    qrel_offsets, grades, judgments_of = _judgments(qrels, query_ids)
+    offsets = np.zeros(len(query_ids) + 1, np.int64)
+    np.cumsum(n_ret, out=offsets[1:])
+    groups = _Groups(n_ret, qrel_offsets)
+    read_chunk(offsets, scores, codes, id_lo, id_hi, False, *judgments_of(0, len(query_ids)), 0, groups.work(),
+               groups.out, groups.n_members, groups.n_groups, groups.first_nan, np.zeros(1, np.int64), SEED)
+    return groups.lists(query_ids, n_ret, qrel_offsets, grades, [(0, len(query_ids))],
+                        ranx_order=RANX_ARGSORT_NEGATED, all_scores=lambda: scores)
+
+
 def _chunk_arrays(query_ids: list, runs: list, offsets: np.ndarray, first: int, last: int, separated: bool) -> tuple:
     """(scores, codes, lo, hi) of queries first..last-1 (ids as `_string_id_codes`)."""
     n_chunk = int(offsets[last] - offsets[first])

@@ -11,7 +11,6 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 from .errors import InputError, MissingFileError
 
@@ -36,7 +35,7 @@ def checked_path(path, kind: str) -> Path:
 class _Prefixed(io.RawIOBase):
     """A stream whose first bytes were already read (``head``): they come first, then the rest."""
 
-    def __init__(self, head: bytes, rest: IO[bytes]):
+    def __init__(self, head: bytes, rest: io.BufferedIOBase):
         self._head, self._rest = memoryview(head), rest
 
     def readable(self) -> bool:
@@ -57,7 +56,7 @@ class _Prefixed(io.RawIOBase):
 
 
 @contextlib.contextmanager
-def open_binary(path: Path, kind: str) -> Iterator[tuple[IO[bytes], str]]:
+def open_binary(path: Path, kind: str) -> Iterator[tuple[io.BufferedIOBase, str]]:
     """(the file's bytes, its compression: "gzip", "bzip2", "xz" or ""), decompressed when its first bytes
     say so. The file is opened once and read once, so a pipe, a FIFO or ``-`` (standard input) loses
     nothing to the probe."""

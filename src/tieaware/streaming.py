@@ -16,6 +16,7 @@ into the `EvaluationReport` a single run gives, refusing shards that disagree.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -26,19 +27,23 @@ import warnings
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from .arguments import is_count
 from .errors import InputError, QueryMismatchError
 from .inputs import FORMAT_NAMES, file_format, is_ranx_qrels, load_qrels, put_value
+from .kernels import trec as trec_kernels
 from .metrics import parse_metric, parse_metrics
 from .outputs import atomic_output, check_utf8_ids
+from .ranked_lists import from_columns
 from .raw_files import checked_path
-from .report import PER_QUERY_COLUMNS, EvaluationReport, MetricResult, per_query_frame
-from .trec_files import TrecFile, put_segment
+from .report import KERNEL_COLUMNS, PER_QUERY_COLUMNS, EvaluationReport, MetricResult
+from .trec_files import TrecFile
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Queries per chunk unless given.
 CHUNK_QUERIES = 1_000
@@ -53,29 +58,143 @@ class _Unsorted(Exception):
     """A query's lines are not together in the file."""
 
 
-def _grouped_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None = None) -> Iterator[dict]:
-    """{qid: {docid: score}} chunks of whole queries, a new chunk once one holds ``chunk_queries`` queries
-    or ``chunk_docs`` documents; raises `_Unsorted` when a query comes back."""
-    chunk: dict = {}
+class Columns(NamedTuple):
+    """Whole queries of a run file in its order: query ``query_ids[q]`` holds ``n_ret[q]`` records, record
+    i with score ``scores[i]``, doc id ``codes[lo[i]:hi[i]]`` (Unicode code points) and line ``lines[i]``."""
+
+    path: Path
+    query_ids: list
+    n_ret: np.ndarray
+    scores: np.ndarray
+    codes: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    lines: np.ndarray
+
+    def doc_id(self, record: int) -> str:
+        return self.codes[self.lo[record]:self.hi[record]].tobytes().decode("utf-32-le")
+
+    def check_repeats(self) -> None:
+        """A document given twice for a query is an error naming its second line (the first in the file)."""
+        offsets = np.zeros(len(self.query_ids) + 1, np.int64)
+        np.cumsum(self.n_ret, out=offsets[1:])
+        record = trec_kernels.first_repeat(self.codes, self.lo, self.hi, offsets)
+        if record >= 0:
+            qid = self.query_ids[int(np.searchsorted(offsets, record, side="right")) - 1]
+            raise InputError(f"{self.path}:{self.lines[record]}: document {self.doc_id(record)!r} appears twice "
+                             f"for query {qid!r}.")
+
+    def only(self, keep: list) -> Columns:
+        """The queries whose ``keep`` is true."""
+        kept = np.asarray(keep, np.bool_)
+        records = np.repeat(kept, self.n_ret)
+        return self._replace(query_ids=[q for q, k in zip(self.query_ids, keep) if k], n_ret=self.n_ret[kept],
+                             scores=self.scores[records], lo=self.lo[records], hi=self.hi[records],
+                             lines=self.lines[records])
+
+    def as_dict(self) -> dict:
+        """``{qid: {docid: score}}``."""
+        text = self.codes.tobytes().decode("utf-32-le")
+        scores = self.scores.tolist()
+        out, at = {}, 0
+        for qid, n in zip(self.query_ids, self.n_ret.tolist()):
+            out[qid] = {text[lo:hi]: score for lo, hi, score in
+                        zip(self.lo[at:at + n].tolist(), self.hi[at:at + n].tolist(), scores[at:at + n])}
+            at += n
+        return out
+
+
+class _Pending:
+    """Records read but not yet handed out: whole queries, and the last one, which may go on in the next
+    block; ``parts``: per block (or the rest of one) its scores, codes, lo, hi and lines."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.query_ids: list = []
+        self.counts: list = []
+        self.parts: list = []
+
+    def add(self, block) -> None:
+        self.parts.append((block.values, *block.doc_codes(), block.lines))
+
+    def ready(self, chunk_queries: int, chunk_docs: int | None) -> int:
+        """How many queries the next chunk takes, once they are whole: as many as reach ``chunk_queries``
+        queries or ``chunk_docs`` documents; 0 until then."""
+        whole = len(self.counts) - 1
+        if whole <= 0:
+            return 0
+        if chunk_docs is not None:
+            reached = np.flatnonzero(np.cumsum(self.counts[:whole]) >= chunk_docs)
+            if reached.size:
+                return min(int(reached[0]) + 1, chunk_queries)
+        return chunk_queries if whole >= chunk_queries else 0
+
+    def take(self, n_queries: int) -> Columns:
+        """The first ``n_queries`` queries, as `Columns` (codes read-only, as the dict reader's): each
+        record is copied once, from the parts that hold it."""
+        n = int(sum(self.counts[:n_queries]))
+        used, rest, held, shift = [], [], 0, 0
+        for k, (scores, codes, lo, hi, lines) in enumerate(self.parts):
+            if held + scores.size <= n:
+                used.append((scores, codes, lo + shift, hi + shift, lines))
+                held += scores.size
+                shift += codes.size
+                continue
+            r = n - held  # this part is cut after its record r
+            if r:
+                cut = int(lo[r])
+                used.append((scores[:r], codes[:cut], lo[:r] + shift, hi[:r] + shift, lines[:r]))
+                rest.append((scores[r:], codes[cut:], lo[r:] - cut, hi[r:] - cut, lines[r:]))
+            else:
+                rest.append((scores, codes, lo, hi, lines))
+            rest += self.parts[k + 1:]
+            break
+        scores, codes, lo, hi, lines = (np.concatenate(column) for column in zip(*used))
+        codes.setflags(write=False)
+        taken = Columns(self.path, self.query_ids[:n_queries], np.array(self.counts[:n_queries], np.int64),
+                        scores, codes, lo, hi, lines)
+        self.query_ids, self.counts, self.parts = self.query_ids[n_queries:], self.counts[n_queries:], rest
+        return taken
+
+
+def _column_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None = None) -> Iterator[Columns]:
+    """`Columns` of whole queries, a new chunk once one holds ``chunk_queries`` queries or ``chunk_docs``
+    documents, each checked for documents given twice; raises `_Unsorted` when a query comes back. A bad
+    line raises once the records before it are checked (the first error in the file's order wins)."""
+    pending = _Pending(source.path)
     finished: set = set()
-    current = None
-    docs = 0
-    for block in source.blocks():
-        values = block.values.tolist()
-        for segment, qid in enumerate(block.query_ids):
-            if qid != current:
+    with contextlib.closing(source.blocks()) as blocks:
+        while True:
+            try:
+                block = next(blocks)
+            except StopIteration:
+                break
+            except InputError:  # a bad line: a document repeated before it comes first
+                if pending.query_ids:
+                    pending.take(len(pending.query_ids)).check_repeats()
+                raise
+            for segment, qid in enumerate(block.query_ids):
+                n = int(block.seg_start[segment + 1] - block.seg_start[segment])
+                if pending.query_ids and qid == pending.query_ids[-1]:
+                    pending.counts[-1] += n
+                    continue
                 if qid in finished:
+                    pending.add(block)
+                    pending.take(len(pending.query_ids)).check_repeats()
                     raise _Unsorted(f"{block.where(int(block.seg_start[segment]))}: query {qid!r} comes back "
                                     "after other queries")
-                if current is not None:
-                    finished.add(current)
-                if len(chunk) >= chunk_queries or chunk_docs is not None and docs >= chunk_docs:
-                    yield chunk
-                    chunk, docs = {}, 0
-                current = qid
-            put_segment(chunk, block, segment, values)
-            docs += int(block.seg_start[segment + 1] - block.seg_start[segment])
-    if chunk:
+                if pending.query_ids:
+                    finished.add(pending.query_ids[-1])
+                pending.query_ids.append(qid)
+                pending.counts.append(n)
+            pending.add(block)
+            while n_queries := pending.ready(chunk_queries, chunk_docs):
+                chunk = pending.take(n_queries)
+                chunk.check_repeats()
+                yield chunk
+    if pending.query_ids:
+        chunk = pending.take(len(pending.query_ids))
+        chunk.check_repeats()
         yield chunk
 
 
@@ -111,12 +230,12 @@ def _bucket_chunks(source: TrecFile, order: list) -> Iterator[dict]:
 
 
 class Streamed(NamedTuple):
-    """What `evaluate_stream` returns: the evaluated query ids, {metric: per-query DataFrame}, the run's
-    queries without qrels (not evaluated), how many queries the run holds and its tag (trec_eval's
-    ``runid``: the last line's)."""
+    """What `evaluate_stream` returns: the evaluated query ids, {metric: per-query kernel table (Q, 5),
+    `report.KERNEL_COLUMNS`}, the run's queries without qrels (not evaluated), how many queries the run
+    holds and its tag (trec_eval's ``runid``: the last line's)."""
 
     query_ids: list
-    frames: dict
+    tables: dict
     extra: list
     run_queries: int
     run_tag: str | None
@@ -151,24 +270,36 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
     if is_ranx_qrels(qrels):
         qrels = qrels.to_dict()
     order: list = []
+    evaluated: list = []
     pieces: dict = {spec.name: [] for spec in specs}
     extra: list = []
 
-    def evaluate_chunk(chunk: dict) -> None:
-        judged = {q: chunk[q] for q in chunk if q in qrels}
-        extra.extend(q for q in chunk if q not in qrels)
-        if not judged:
+    as_dicts = ignore_identical_ids or any(spec.judged_only for spec in specs)  # options read on dicts
+
+    def evaluate_chunk(chunk: dict | Columns) -> None:
+        queries = chunk.query_ids if isinstance(chunk, Columns) else list(chunk)
+        keep = [q in qrels for q in queries]
+        extra.extend(q for q, judged in zip(queries, keep) if not judged)
+        if not any(keep):
             return
-        query_ids, tables = per_query_tables({q: qrels[q] for q in judged}, judged, specs, False, oblivious,
-                                             ignore_identical_ids, from_file=True)
-        frames = {name: per_query_frame(query_ids, table) for name, table in tables.items()}
-        for name, frame in frames.items():
-            pieces[name].append(frame)
+        if isinstance(chunk, Columns):
+            columns = chunk if all(keep) else chunk.only(keep)
+            judgments = {q: qrels[q] for q in columns.query_ids}
+            run = columns.as_dict() if as_dicts else from_columns(
+                judgments, columns.query_ids, columns.n_ret, columns.scores, columns.codes, columns.lo, columns.hi)
+        else:
+            run = {q: chunk[q] for q in chunk if q in qrels}
+            judgments = {q: qrels[q] for q in run}
+        query_ids, tables = per_query_tables(judgments, run, specs, False, oblivious, ignore_identical_ids,
+                                             from_file=True)
+        evaluated.extend(query_ids)
+        for name, table in tables.items():
+            pieces[name].append(table)
 
     try:
-        for chunk in _grouped_chunks(source, chunk_queries, chunk_docs):
-            order.extend(chunk)
-            evaluate_chunk(chunk)
+        for columns in _column_chunks(source, chunk_queries, chunk_docs):
+            order.extend(columns.query_ids)
+            evaluate_chunk(columns)
     except _Unsorted as reason:
         if not source.rereadable:
             raise InputError(f"run {str(path)!r} is not grouped by query ({reason}) and cannot be read a second "
@@ -176,10 +307,10 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
                              "(sort -s -k1,1).") from None
         warnings.warn(f"run file {str(path)!r} is not grouped by query ({reason}): partitioning it by query "
                       "first (one extra pass).", RuntimeWarning, stacklevel=3)
-        order, extra, pieces = [], [], {spec.name: [] for spec in specs}
+        order, extra, evaluated, pieces = [], [], [], {spec.name: [] for spec in specs}
         source = TrecFile(path, "run")  # read whole: its tag is the last line's
-        for chunk in _bucket_chunks(source, order):
-            evaluate_chunk(chunk)
+        for bucket in _bucket_chunks(source, order):
+            evaluate_chunk(bucket)
     if not order:  # as the in-memory reader (`inputs.read_trec_run`), also with make_comparable
         raise InputError(f"run file {str(path)!r} holds no run lines.")
     in_run = set(order)
@@ -189,31 +320,34 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
     if missing:  # make_comparable: scored as empty runs, after the run's queries, as in memory
         evaluate_chunk({q: {} for q in missing})
     query_ids = [q for q in order if q in qrels] + missing
-    frames = {name: (pd.concat(parts) if parts else _empty_frame()).reindex(pd.Index(query_ids, name="query_id"))
-              for name, parts in pieces.items()}
-    return Streamed(query_ids, frames, extra, len(order), source.tag)
+    rows = None
+    if evaluated != query_ids:  # partitioned: the buckets' order, not the run's
+        at = {q: i for i, q in enumerate(evaluated)}
+        rows = np.fromiter((at[q] for q in query_ids), np.int64, len(query_ids))
+    tables = {}
+    for name, parts in pieces.items():
+        table = np.concatenate(parts) if parts else np.empty((0, len(KERNEL_COLUMNS)))
+        tables[name] = table if rows is None else table[rows]
+    return Streamed(query_ids, tables, extra, len(order), source.tag)
 
 
 def evaluate_file(qrels, path, metrics, *, relevance_level: int = 1, oblivious: str = "trec_eval",
                   make_comparable: bool = False, chunk_queries: int | None = None,
                   per_query_out=None, ignore_identical_ids: bool = False) -> tuple[EvaluationReport, Streamed]:
-    """(report, `Streamed` without its frames) of a TREC run file read once, chunk by chunk
+    """(report, `Streamed` without its tables) of a TREC run file read once, chunk by chunk
     (`evaluate_stream` with ``drop_extra``): what `tieaware eval` does with a run file, as trec_eval does,
     in memory that grows with the chunk, not the run. ``per_query_out`` is written once complete."""
     specs = parse_metrics(metrics, relevance_level)
     streamed = evaluate_stream(qrels, path, specs, make_comparable, oblivious, chunk_queries=chunk_queries,
                                drop_extra=True, ignore_identical_ids=ignore_identical_ids)
-    report = EvaluationReport({spec.name: MetricResult(spec.name, streamed.frames[spec.name], oblivious,
-                                                       spec.aggregate) for spec in specs})
+    report = EvaluationReport({spec.name: MetricResult.from_table(spec.name, streamed.query_ids,
+                                                                  streamed.tables[spec.name], oblivious,
+                                                                  spec.aggregate) for spec in specs})
     if per_query_out is not None:
         write_per_query(per_query_out, {name: result.per_query for name, result in report.items()},
                         oblivious=oblivious, relevance_level=relevance_level,
                         ignore_identical_ids=ignore_identical_ids)
-    return report, streamed._replace(frames={})
-
-
-def _empty_frame() -> pd.DataFrame:
-    return pd.DataFrame(columns=PER_QUERY_COLUMNS, index=pd.Index([], name="query_id"), dtype=float)
+    return report, streamed._replace(tables={})
 
 
 #: Key of the per-query tables' metadata: the TSV's first line is ``#`` + this + a tab + JSON; Parquet
@@ -236,6 +370,8 @@ def write_per_query(path, frames: dict, *, oblivious: str, relevance_level,
     checksums), so a damaged or edited table is refused. Query ids are quoted in the TSV, so any text
     (tabs, ``\\r``, empty) reads back as written. The file appears only once complete
     (`tieaware.outputs.atomic_output`)."""
+    import pandas as pd
+
     from . import __version__
 
     query_ids = list(next(iter(frames.values())).index) if frames else []
@@ -265,6 +401,8 @@ def write_per_query(path, frames: dict, *, oblivious: str, relevance_level,
 
 def _read_table(path: Path) -> tuple[dict, pd.DataFrame]:
     """(metadata, rows) of one per-query table, checked on its own: columns, numbers, row count."""
+    import pandas as pd
+
     if path.suffix.lower() in (".parquet", ".parq"):
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -334,8 +472,11 @@ def _shard_queries(path: Path, meta: dict, rows: pd.DataFrame) -> list:
                          f"({meta['oblivious']!r}): the table was edited.")
     queries = groups[meta["metrics"][0]] if groups else []
     if len(set(queries)) != len(queries):
-        seen = set()
-        repeated = next(q for q in queries if q in seen or seen.add(q))
+        seen: set = set()
+        for repeated in queries:
+            if repeated in seen:
+                break
+            seen.add(repeated)
         raise InputError(f"{path}: query {repeated!r} appears twice for metric {meta['metrics'][0]!r}.")
     for name, members in groups.items():
         if members != queries:
@@ -353,6 +494,8 @@ def merge(paths) -> EvaluationReport:
             edited, when tables differ in what defines the numbers (metric names, relevance level,
             tie order, ignore_identical_ids, tieaware version), or when a query is in two tables.
     """
+    import pandas as pd
+
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not paths:
         raise InputError("merge needs at least one per-query table.")

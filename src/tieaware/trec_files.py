@@ -1,11 +1,12 @@
 """TREC run and qrels files read into columns by one compiled pass, in blocks of whole lines.
 
 `TrecFile` reads a file (plain, gzip, bzip2 or xz; a path, a FIFO or ``-`` for standard input) once, in
-blocks of about `BLOCK_BYTES`, each scanned by `kernels.trec.scan`: no Python object per line, only the
-ids, decoded per block in one call each. A `Block` holds the ids of its segments of consecutive lines of
-one query, the doc ids, the scores (float64) or grades (int64) and the line numbers. Every reader of TREC
-files uses it: `inputs.read_trec_run` / `read_trec_qrels` (and so `evaluate` on paths and the HPS candidate
-reader) and `streaming.evaluate_stream`.
+blocks of about `BLOCK_BYTES`, each scanned by `kernels.trec.scan` on a thread of its own, one block ahead
+of the caller (the scan and the decompression release the GIL): no Python object per line. A `Block` holds
+the ids of its segments of consecutive lines of one query, the doc ids as UTF-8 bytes (decoded into
+strings, `Block.doc_ids`, or code points, `Block.doc_codes`, in one call each), the scores (float64) or
+grades (int64) and the line numbers. Every reader of TREC files uses it: `inputs.read_trec_run` /
+`read_trec_qrels` (and so `evaluate` on paths and the HPS candidate reader) and `streaming.evaluate_stream`.
 
 Strictness is trec_eval's reading made explicit (see `kernels.trec`): what trec_eval would misread
 (a fractional grade, ``0_4``, NaN, a document twice for a query, a wrong number of columns, bytes that
@@ -16,12 +17,16 @@ their text by Python's ``float``, which is correctly rounded as C's ``strtod`` i
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+import queue
+import threading
+from collections.abc import Generator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
+from . import threads
 from .errors import InputError
 from .kernels import trec as kernel
 from .raw_files import DECOMPRESSION_ERRORS, STDIN, checked_path, open_binary
@@ -29,24 +34,40 @@ from .raw_files import DECOMPRESSION_ERRORS, STDIN, checked_path, open_binary
 #: bytes read per block (whole lines; a longer line makes a longer block)
 BLOCK_BYTES = 1 << 21
 _COLUMNS = {"run": ("qid Q0 docid rank score tag", 6), "qrels": ("qid iter docid rel", 4)}
-_WORDS = tuple(np.frombuffer(word, np.uint8) for word in (b"inf", b"infinity", b"nan"))
 _BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
 class Block:
     """Records of whole lines of a TREC file: segment ``s`` is query ``query_ids[s]``, records
-    ``seg_start[s]:seg_start[s + 1]``."""
+    ``seg_start[s]:seg_start[s + 1]``; ``docs`` the doc ids' UTF-8 bytes, each followed by a newline."""
 
     path: Path
     query_ids: list
     seg_start: np.ndarray
-    doc_ids: list
+    docs: np.ndarray
     values: np.ndarray
     lines: np.ndarray
 
     def where(self, record: int) -> str:
         return f"{self.path}:{self.lines[record]}"
+
+    @cached_property
+    def doc_ids(self) -> list:
+        """The doc ids as strings, one per record."""
+        return self.docs[:-1].tobytes().decode("utf-8").split("\n")
+
+    def doc_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(codes, lo, hi): the doc ids as Unicode code points (uint32), id i being ``codes[lo[i]:hi[i]]``."""
+        if (self.docs < 128).all():
+            codes = self.docs.astype(np.uint32)
+        else:
+            codes = np.frombuffer(self.docs.tobytes().decode("utf-8").encode("utf-32-le"), np.uint32)
+        hi = np.flatnonzero(codes == 10)
+        lo = np.empty_like(hi)
+        lo[:1] = 0
+        lo[1:] = hi[:-1] + 1
+        return codes, lo, hi
 
 
 class TrecFile:
@@ -63,10 +84,13 @@ class TrecFile:
         """Whether the file can be read again (a regular file, not standard input, a pipe or a FIFO)."""
         return str(self.path) != STDIN and self.path.is_file()
 
-    def blocks(self) -> Iterator[Block]:
-        """The file's records, block by block; a bad line raises after the records before it."""
+    def blocks(self) -> Generator[Block, None, None]:
+        """The file's records, block by block, read and scanned one block ahead on a thread of their own
+        (unless `threads.n_threads` is 1); a bad line raises after the records before it."""
+        return _ahead(self._blocks()) if threads.n_threads() > 1 else self._blocks()
+
+    def _blocks(self) -> Generator[Block, None, None]:
         run = self.kind == "run"
-        words = _WORDS
         empty_f, empty_i = np.empty(0, np.float64), np.empty(0, np.int64)
         lines_before = 0
         with open_binary(self.path, self.kind) as (handle, compression):
@@ -107,7 +131,7 @@ class TrecFile:
                 queries = np.empty(len(chunk), np.uint8)
                 (n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, n_lines, bad,
                  code) = kernel.scan(buf, run, rec_line, values if run else empty_f, empty_i if run else values,
-                                     slow, docs, seg_start, queries, words)
+                                     slow, docs, seg_start, queries)
                 if n_rec:
                     seg_start[n_seg] = n_rec
                     values = values[:n_rec]
@@ -117,8 +141,8 @@ class TrecFile:
                     if run:
                         self.tag = chunk[tag_lo:tag_hi].decode("utf-8")
                     yield Block(self.path, queries[:n_q - 1].tobytes().decode("utf-8").split("\n"),
-                                seg_start[:n_seg + 1], docs[:n_doc - 1].tobytes().decode("utf-8").split("\n"),
-                                values, rec_line[:n_rec].astype(np.int64) + (lines_before + 1))
+                                seg_start[:n_seg + 1].copy(), docs[:n_doc].copy(), values.copy(),
+                                rec_line[:n_rec].astype(np.int64) + (lines_before + 1))
                 if bad >= 0:
                     raise self._line_error(chunk, bad, lines_before + bad + 1, code)
                 if pending is not None:
@@ -160,6 +184,49 @@ class TrecFile:
         except InputError as exc:
             return exc
         return InputError(f"{where}: score {tokens[4]!r} is not a number.")
+
+
+def _ahead(items: Generator[Block, None, None]) -> Generator[Block, None, None]:
+    """The items of `items`, made on a thread of their own at most one ahead of the caller; what that
+    raises is raised here after the items before it. Stopping early (closing this generator) stops it."""
+    handover: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def give(item) -> bool:
+        while not stop.is_set():
+            try:
+                handover.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def make() -> None:
+        try:
+            for item in items:
+                if not give((True, item)):
+                    return
+        except BaseException as exc:  # handed to the caller, raised there
+            give((False, exc))
+        else:
+            give((False, None))
+        finally:
+            items.close()
+
+    maker = threading.Thread(target=make, name="tieaware-trec-reader", daemon=True)
+    maker.start()
+    try:
+        while True:
+            ok, item = handover.get()
+            if ok:
+                yield item
+            elif item is None:
+                return
+            else:
+                raise item
+    finally:
+        stop.set()
+        maker.join()
 
 
 def _read_block(handle) -> tuple[bytes, Exception | None]:

@@ -65,12 +65,15 @@ def _cache_counts(dispatchers: list[Any]) -> tuple[int, int]:
 
 
 def _read_a_trec_file() -> None:
+    """Read a TREC run into dicts and, as `tieaware eval` does, chunk by chunk (`streaming`)."""
+    from .evaluation import evaluate
     from .inputs import read_trec_run
 
     with tempfile.TemporaryDirectory(prefix="tieaware-warmup-") as folder:
         path = Path(folder, "run.trec")
         path.write_text("q1 Q0 d1 1 0.5 warmup\n")
         read_trec_run(path)
+        evaluate({"q1": {"d1": 1}}, path, "P@1", stream=True)
 
 
 def warmup(verbose: bool = True, file: TextIO | None = None) -> dict[str, Any]:

@@ -36,13 +36,18 @@ def _lower(c):
 
 
 @kernel(inline="always")
-def _matches(buf, lo, hi, word) -> bool:
-    if hi - lo != len(word):
+def _is_inf(buf, i, hi) -> bool:
+    """Whether ``buf[i:hi]`` is "inf" or "infinity", in any case."""
+    if not (hi - i in (3, 8) and _lower(buf[i]) == 105 and _lower(buf[i + 1]) == 110 and _lower(buf[i + 2]) == 102):
         return False
-    for i in range(hi - lo):
-        if _lower(buf[lo + i]) != word[i]:
-            return False
-    return True
+    return hi - i == 3 or (_lower(buf[i + 3]) == 105 and _lower(buf[i + 4]) == 110 and _lower(buf[i + 5]) == 105
+                           and _lower(buf[i + 6]) == 116 and _lower(buf[i + 7]) == 121)
+
+
+@kernel(inline="always")
+def _is_nan(buf, i, hi) -> bool:
+    """Whether ``buf[i:hi]`` is "nan", in any case."""
+    return hi - i == 3 and _lower(buf[i]) == 110 and _lower(buf[i + 1]) == 97 and _lower(buf[i + 2]) == 110
 
 
 @kernel(inline="always")
@@ -59,18 +64,20 @@ def _digits(buf, i, hi, mantissa, significant):
     return i, mantissa, significant, i - start
 
 
-@kernel
-def _score(buf, lo, hi, powers, inf_word, infinity_word, nan_word):
-    """(code, value): code 0 and the value, -1 (a number to convert from its text), or SCORE / NAN."""
+@kernel(inline="always")
+def _score(buf, lo, hi, powers):
+    """(code, value): code 0 and the value, -1 (a number to convert from its text), or SCORE / NAN.
+    Inlined, as every helper of `scan`, and given no array it does not need: a call that passes arrays
+    counts references to them (atomic operations), which cost a third of the scan."""
     i = lo
     negative = False
     if buf[i] == 43 or buf[i] == 45:  # + -
         negative = buf[i] == 45
         i += 1
     if i < hi and (_lower(buf[i]) == 105 or _lower(buf[i]) == 110):  # i n
-        if _matches(buf, i, hi, inf_word) or _matches(buf, i, hi, infinity_word):
+        if _is_inf(buf, i, hi):
             return 0, -np.inf if negative else np.inf
-        if _matches(buf, i, hi, nan_word):
+        if _is_nan(buf, i, hi):
             return NAN, 0.0
         return SCORE, 0.0
     after_point = 0
@@ -112,7 +119,7 @@ def _score(buf, lo, hi, powers, inf_word, infinity_word, nan_word):
     return 0, -value if negative else value
 
 
-@kernel
+@kernel(inline="always")
 def _grade(buf, lo, hi):
     """(code, grade): code 0 and the integer, or GRADE."""
     i = lo
@@ -137,7 +144,7 @@ def _grade(buf, lo, hi):
     return 0, -value if negative else value
 
 
-@kernel
+@kernel(inline="always")
 def _append(source, lo, hi, target, at):
     for i in range(lo, hi):
         target[at + i - lo] = source[i]
@@ -145,20 +152,20 @@ def _append(source, lo, hi, target, at):
     return at + hi - lo + 1
 
 
-@kernel
-def scan(buf, run, rec_line, scores, grades, slow, docs, seg_start, queries, words):
+@kernel(nogil=True)
+def scan(buf, run, rec_line, scores, grades, slow, docs, seg_start, queries):
     """Read the lines of ``buf`` (whole lines, the last ending in a newline) until the first bad one.
 
     Writes per record (a line that is not blank or a comment): ``rec_line`` its line index in the block,
     ``scores`` (runs) or ``grades`` (qrels) its value, its doc id into ``docs`` ('\\n' after each);
     ``seg_start`` the first record of each segment of consecutive lines with one query id and
     ``queries`` those ids ('\\n' after each); ``slow`` (record, score start, score end) of scores to
-    convert from their text. ``words`` holds b"inf", b"infinity", b"nan".
+    convert from their text.
 
     Returns (records, doc bytes, segments, query bytes, slow scores, tag start, tag end (of the last
-    record), lines, bad line index or -1, its error code).
+    record), lines, bad line index or -1, its error code). Releases the GIL: `trec_files` scans the next
+    block while the caller evaluates the one before.
     """
-    inf_word, infinity_word, nan_word = words
     n = buf.shape[0]
     starts = np.empty(7, np.int64)
     ends = np.empty(7, np.int64)
@@ -188,7 +195,7 @@ def scan(buf, run, rec_line, scores, grades, slow, docs, seg_start, queries, wor
         if (n_tok < 6) if run else (n_tok != 4):
             return n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, COLUMNS
         if run:
-            code, value = _score(buf, starts[4], ends[4], _POWERS, inf_word, infinity_word, nan_word)
+            code, value = _score(buf, starts[4], ends[4], _POWERS)
             if code > 0:
                 return n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, code
             if code < 0:
@@ -219,3 +226,41 @@ def scan(buf, run, rec_line, scores, grades, slow, docs, seg_start, queries, wor
         n_rec += 1
         line += 1
     return n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, line, -1, 0
+
+
+@kernel(nogil=True)
+def first_repeat(codes, id_lo, id_hi, offsets):
+    """The first id (in order) that its query (ids ``offsets[q]:offsets[q + 1]``, id i being
+    ``codes[id_lo[i]:id_hi[i]]``) holds earlier too, or -1: an open-addressing table of each query's ids
+    by an FNV-1a hash, a match confirmed code by code."""
+    longest = 0
+    for q in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    capacity = 2
+    while capacity < 2 * longest:
+        capacity *= 2
+    table = np.empty(capacity, np.int64)
+    for q in range(offsets.shape[0] - 1):
+        lo, hi = offsets[q], offsets[q + 1]
+        size = 2
+        while size < 2 * (hi - lo):
+            size *= 2
+        table[:size] = -1
+        for i in range(lo, hi):
+            h = np.uint64(14695981039346656037)
+            for c in range(id_lo[i], id_hi[i]):
+                h = (h ^ np.uint64(codes[c])) * np.uint64(1099511628211)
+            slot = np.int64(h & np.uint64(size - 1))
+            while table[slot] >= 0:
+                j = table[slot]
+                if id_hi[j] - id_lo[j] == id_hi[i] - id_lo[i]:
+                    same = True
+                    for k in range(id_hi[i] - id_lo[i]):
+                        if codes[id_lo[i] + k] != codes[id_lo[j] + k]:
+                            same = False
+                            break
+                    if same:
+                        return i
+                slot = (slot + 1) & (size - 1)
+            table[slot] = i
+    return -1
