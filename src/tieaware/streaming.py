@@ -411,7 +411,8 @@ def _read_table(path: Path) -> tuple[dict, pd.DataFrame]:
             table = pq.read_table(path, page_checksum_verification=True)
             raw = (table.schema.metadata or {}).get(META_KEY.encode())
             rows = table.to_pandas()
-        except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+        except (pa.ArrowException, OSError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
+            # KeyError/ValueError/TypeError: pyarrow reading the damaged pandas metadata in the schema
             raise InputError(f"{path}: not a readable Parquet file (cut off or damaged?): "
                              f"{' '.join(str(exc).split())}") from None
     else:
