@@ -169,7 +169,7 @@ def test_help_and_usage_import_nothing_heavy(args):
 
 def test_the_parsers_copies_of_library_constants_are_equal():
     from tieaware.comparison import DEFAULT_KS, STAT_TESTS
-    from tieaware.ranked_lists import OBLIVIOUS_ORDERS
+    from tieaware.engine import OBLIVIOUS_ORDERS
 
     assert (cli.DEFAULT_KS, cli.STAT_TESTS, cli.OBLIVIOUS_ORDERS) == (DEFAULT_KS, STAT_TESTS, OBLIVIOUS_ORDERS)
 

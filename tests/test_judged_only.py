@@ -12,8 +12,8 @@ from reference import all_orderings, point_metric
 
 import tieaware
 from tieaware.datasets import cranfield
+from tieaware.engine import metric_stats
 from tieaware.errors import UnknownMetricError
-from tieaware.evaluation import metric_stats
 from tieaware.inputs import write_trec_run
 from tieaware.metrics import parse_metric
 from tieaware.ranked_lists import ranked_lists

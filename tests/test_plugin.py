@@ -55,7 +55,7 @@ def test_loading_the_plugin_imports_neither_numba_nor_torch():
 
 def test_oblivious_choices_match_the_core():
     from pytest_tieaware.settings import OBLIVIOUS_ORDERS
-    from tieaware.ranked_lists import OBLIVIOUS_ORDERS as CORE_ORDERS
+    from tieaware.engine import OBLIVIOUS_ORDERS as CORE_ORDERS
 
     assert OBLIVIOUS_ORDERS == CORE_ORDERS
 

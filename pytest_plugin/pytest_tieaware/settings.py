@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-#: Tie orders `tieaware.evaluate` knows (kept equal to tieaware.ranked_lists.OBLIVIOUS_ORDERS by a test).
+#: Tie orders `tieaware.evaluate` knows (kept equal to tieaware.engine.OBLIVIOUS_ORDERS by a test).
 OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures", "sentence_transformers",
                     "sentence_transformers_reranking", "torchmetrics", "mteb")
 LIMIT_KEYS = ("max_range", "max_abs_bias", "max_std")

@@ -36,7 +36,7 @@ DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)  # comparison.DEFAULT_KS
 STAT_TESTS = ("student", "fisher", "tukey")  # comparison.STAT_TESTS
 OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures", "sentence_transformers",
                     "sentence_transformers_reranking", "torchmetrics",
-                    "mteb")  # ranked_lists.OBLIVIOUS_ORDERS
+                    "mteb")  # engine.OBLIVIOUS_ORDERS
 #: trec_eval's print-only line of the ``all`` block (``-m runid``; in ``official`` too).
 TREC_LINES = ("runid",)
 #: trec_eval's measures in the order it prints them (its ``te_trec_measures`` table), the ones tieaware computes.

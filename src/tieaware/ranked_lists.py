@@ -38,69 +38,13 @@ from .inputs import _is_dataframe, is_ranx_qrels, is_ranx_run, load_qrels, load_
 from .kernels.groups import SEED, argsort_segments, group_slots, read_chunk, scratch
 from .kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambiguous_groups, ranx_ranks
 
-#: the tools whose tie order `evaluate(..., oblivious=...)` reproduces
-OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures", "sentence_transformers",
-                    "sentence_transformers_reranking", "torchmetrics", "mteb")
 #: the orders inside a tie group that `RankedLists.tool_rank` computes ("ir_measures" and "torchmetrics"
-#: pick one per metric, `tool_order`); "torch_topk@k" (k a cutoff) is one more, per k
+#: pick one per metric, `tieaware.engine.tool_order`); "torch_topk@k" (k a cutoff) is one more, per k
 TIE_ORDERS = ("trec_eval", "ranx", "input", "docid_ascending", "torch_argsort", "torch_topk",
               "numpy_argsort_reversed")
-#: the tools whose nDCG averages the gains of tied documents (sklearn's rule): their nDCG is E[nDCG]
-TIE_AVERAGED_NDCG = ("torchmetrics", "sentence_transformers_reranking")
 #: documents of Python dicts read per chunk (whole queries); a chunk's arrays stay in the caches (10k x 1k:
 #: the pass takes 0.35 s at 2^16, 0.42 s at 2^18)
 CHUNK_DOCS = 1 << 16
-
-
-def ir_measures_order(family: str, k: int | None) -> str:
-    """The tie order ir_measures' default pipeline (ir_measures 0.3-0.4) applies to a metric family.
-
-    It hands each measure to the first provider that supports it: pytrec_eval (trec_eval's
-    order: score desc, doc id desc) for most; its msmarco provider for RR with a cutoff and its
-    judged provider for Judged@k, both sorting by (-score, doc id): doc id ascending; cwl_eval
-    for RBP, a stable sort by score: input order; gdeval for ERR@k and nDCG(dcg='exp-log2')@k,
-    trec_eval's order.
-    """
-    if family == "judged" or family == "rr" and k is not None:
-        return "docid_ascending"
-    if family == "rbp":
-        return "input"
-    return "trec_eval"
-
-
-def torchmetrics_order(family: str, k: int | None) -> str:
-    """The tie order of torchmetrics' (1.x) retrieval metric for a family, on the CPU.
-
-    Its RR, AP and precision take ``preds.topk(min(k, n), sorted=True)`` of each query's float32
-    scores ("torch_topk@k"; "torch_topk" for no cutoff), recall, hit rate and R-precision
-    ``torch.argsort(preds, descending=True)`` ("torch_argsort"): both unstable, so reproduced by
-    running the same torch operation (`RankedLists.tool_rank`). Its nDCG averages the gains of
-    tied documents (sklearn's ``_tie_average_dcg``): that is E[nDCG], which `tieaware.evaluation`
-    reports as its oblivious value. On a GPU torch runs other kernels, whose tie order is not
-    reproduced.
-    """
-    if family in ("rr", "ap", "precision"):
-        return "torch_topk" if k is None else f"torch_topk@{k}"
-    return "torch_argsort"
-
-
-def tool_order(tool: str, family: str, k: int | None) -> str:
-    """The order inside tie groups (`TIE_ORDERS`) that `tool` (one of `OBLIVIOUS_ORDERS`) uses for a metric.
-
-    sentence-transformers' ``InformationRetrievalEvaluator`` (6.x) sorts by (-score, corpus id):
-    doc id ascending (as strings: given integer corpus ids it compares numbers, which is not reproduced);
-    its ``CrossEncoderRerankingEvaluator`` ranks for MRR by
-    ``np.argsort(scores)[::-1]`` (numpy's unstable sort, its tie order depending on the CPU's sort
-    routines, so reproduced by running it on the float32 scores in input order); its nDCG is
-    sklearn's tie-averaged ``ndcg_score`` (E[nDCG]) and its MAP sklearn's ``average_precision_score``,
-    which is no tie order (`tieaware.evaluation` refuses it). MTEB (2.x) evaluates with pytrec_eval
-    and sorts by (score, doc id) descending for its MRR: trec_eval's order."""
-    if tool == "ir_measures":
-        return ir_measures_order(family, k)
-    if tool == "torchmetrics":
-        return torchmetrics_order(family, k)
-    return {"sentence_transformers": "docid_ascending", "mteb": "trec_eval",
-            "sentence_transformers_reranking": "numpy_argsort_reversed"}.get(tool, tool)
 
 
 def torch_module():
@@ -112,7 +56,7 @@ def torch_module():
     return torch
 
 
-@dataclass
+@dataclass(eq=False)
 class RankedLists:
     """Runs and qrels as judged tie groups; see the module docstring and `kernels.groups`.
 
@@ -153,10 +97,6 @@ class RankedLists:
     ranx_order: int | None
     all_scores: Callable[[], np.ndarray]
     run_fingerprint: int | None = None
-    #: per tie order, its `kernels.families.Judged` (filled by `tieaware.evaluation`)
-    judged: dict = field(default_factory=dict, repr=False)
-    #: per (metric without its name, tie order), the per-query statistics (filled by `tieaware.evaluation`)
-    stats: dict = field(default_factory=dict, repr=False)
     _tool_ranks: dict = field(default_factory=dict, repr=False)
 
     def tool_rank(self, oblivious: str) -> np.ndarray:
@@ -188,9 +128,10 @@ class RankedLists:
         return self._tool_ranks[oblivious]
 
     def _sorted_ranks(self, order: str) -> np.ndarray:
-        """Ranks inside tie groups under a torch order (`torchmetrics_order`) or numpy's reversed argsort,
-        found by running that sort on each query with an ambiguous group (float32 scores in input order,
-        as torchmetrics casts them and sentence-transformers' CrossEncoder.predict returns them)."""
+        """Ranks inside tie groups under a torch order (`tieaware.engine.torchmetrics_order`) or numpy's
+        reversed argsort, found by running that sort on each query with an ambiguous group (float32 scores
+        in input order, as torchmetrics casts them and sentence-transformers' CrossEncoder.predict returns
+        them)."""
         ranks = self.mem_input_rank.copy()
         ambiguous = ambiguous_groups(self.n_groups, self.mem_offsets, self.grp_size, self.grp_mem_start,
                                      self.grp_mem_end, self.mem_rel)

@@ -31,6 +31,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from .engine import per_query_tables
 from .errors import InputError, QueryMismatchError
 from .inputs import FORMAT_NAMES, file_format, is_ranx_qrels, load_qrels, put_value
 from .metrics import parse_metric, parse_metrics
@@ -126,13 +127,11 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
                     ignore_identical_ids: bool = False) -> Streamed:
     """The per-query tables of a TREC run file (a path, a FIFO or ``-``) read once, chunk by chunk.
 
-    Same query order, values and errors as the in-memory path (`evaluation.per_query_tables`), except
+    Same query order, values and errors as the in-memory path (`engine.per_query_tables`), except
     that ``drop_extra`` leaves the run's queries without qrels out (named in ``extra``) instead of
     raising (the error for qrels queries the run lacks still names both). A run from a pipe must be
     grouped by query (it cannot be read a second time).
     """
-    from .evaluation import per_query_tables
-
     if not isinstance(run, (str, os.PathLike)):
         raise InputError(f"stream=True reads a TREC run file; got a {type(run).__name__} (evaluate it in memory).")
     chunk_docs = CHUNK_DOCS if chunk_queries is None else None

@@ -30,7 +30,7 @@ ir_measures is patched. Queries follow ir_measures: a query in the qrels but not
 in the run scores 0 (no spread), a run query without qrels is ignored.
 
 ``Bias`` compares with ir_measures' own value by default (``oblivious="ir_measures"``:
-its tie order for that measure, see `tieaware.ranked_lists.ir_measures_order`);
+its tie order for that measure, see `tieaware.engine.ir_measures_order`);
 ``Bias(nDCG@10, oblivious="trec_eval")`` compares with trec_eval / pytrec_eval.
 One caveat: for RBP, whose ir_measures order is the input order, the order seen
 here is the one the runtime provider hands over (the run sorted by query and
@@ -56,10 +56,10 @@ import ir_measures
 from ir_measures.measures import Measure, ParamInfo
 from ir_measures.measures.base import MeanAgg, SumAgg
 
+from ..engine import OBLIVIOUS_ORDERS
 from ..errors import InputError, InputTypeError
 from ..evaluation import evaluate
 from ..metrics import parse_metric
-from ..ranked_lists import OBLIVIOUS_ORDERS
 
 __all__ = ["E", "Range", "Bias", "Min", "Max", "TieAwareMeasure", "parse_measure"]
 

@@ -12,7 +12,7 @@ process's rows before ``compute`` and each process gets the result on all the da
 name into characters every common logger accepts (``@`` becomes ``_at_``), so the dict
 can go to Lightning's ``log_dict`` as it is. With ``oblivious="torchmetrics"``, ``.../oblivious``
 is the number torchmetrics' own retrieval metric gives on the same rows on the CPU (its tie order,
-`tieaware.ranked_lists.torchmetrics_order`), where its conventions agree with tieaware's.
+`tieaware.engine.torchmetrics_order`), where its conventions agree with tieaware's.
 
 As in torchmetrics, every row is a retrieved and judged document: a query's relevant
 documents are its rows with target > 0, and a query without any scores 0 (torchmetrics'
@@ -29,9 +29,9 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
 from ..arrays import evaluate_arrays
+from ..engine import OBLIVIOUS_ORDERS
 from ..errors import InputError
 from ..metrics import parse_metrics
-from ..ranked_lists import OBLIVIOUS_ORDERS
 
 __all__ = ["TieAwareRetrieval", "metric_key"]
 
@@ -54,7 +54,7 @@ class TieAwareRetrieval(Metric):
 
     Args:
         metrics: tieaware metric names (``["ndcg@10", "mrr@10"]``; any syntax `tieaware.evaluate` reads).
-        oblivious: a tool's tie order (one of `tieaware.ranked_lists.OBLIVIOUS_ORDERS`) for
+        oblivious: a tool's tie order (one of `tieaware.engine.OBLIVIOUS_ORDERS`) for
             ``<metric>/oblivious`` and ``<metric>/bias``; None (default) leaves them out.
         relevance_level: grades >= this are relevant, as in `tieaware.evaluate`.
         **kwargs: torchmetrics ``Metric`` options (``sync_on_compute``, ``process_group``, ...).
