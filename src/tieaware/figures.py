@@ -6,7 +6,8 @@ tie orderings (a bar, runs side by side) and the oblivious value a tool reports
 at 0), so spreads of a few thousandths stay visible.
 Needs the ``plot`` extra (``pip install 'tieaware[plot]'``). This module only
 draws: the metric@k numbers come from `tieaware.comparison` (`compare_at_k`,
-`plot_at_k`), which imports this module, never the reverse.
+`plot_at_k`), which imports this module, never the reverse. Its public face is
+`tieaware.plot`.
 """
 from __future__ import annotations
 
@@ -126,13 +127,3 @@ def plot_report(report, path=None, *, title: str | None = None, dpi: int = 150):
             figure.savefig(temporary, dpi=dpi, format=Path(path).suffix.lstrip(".") or rcParams["savefig.format"])
     return figure
 
-
-def __getattr__(name: str):
-    """Deprecated aliases: ``plot_at_k``, ``metric_at_k`` and ``DEFAULT_KS`` live in `tieaware.comparison`."""
-    if name in ("plot_at_k", "metric_at_k", "DEFAULT_KS"):
-        import warnings
-        from importlib import import_module
-
-        warnings.warn(f"tieaware.plot.{name} moved to tieaware.comparison.{name}", DeprecationWarning, stacklevel=2)
-        return getattr(import_module(".comparison", __package__), name)
-    raise AttributeError(f"module 'tieaware.plot' has no attribute {name!r}")
