@@ -35,7 +35,7 @@ import numpy as np
 from . import ranx_reader, threads
 from .errors import InputError, QueryMismatchError
 from .inputs import _is_dataframe, is_ranx_qrels, is_ranx_run, load_qrels, load_run, string_keys
-from .kernels.groups import SEED, argsort_segments, group_slots, read_chunk, scratch
+from .kernels.groups import SEED, Scratch, argsort_segments, group_arrays, group_slots, read_chunk, scratch
 from .kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambiguous_groups, ranx_ranks
 
 #: the orders inside a tie group that `RankedLists.tool_rank` computes ("ir_measures" and "torchmetrics"
@@ -184,11 +184,11 @@ class _Groups:
         self.room = np.zeros(n_ret.size + 1, np.int64)
         np.cumsum(np.minimum(n_ret, n_judged), out=self.room[1:])
         capacity = int(self.room[-1])
-        self.out = (np.zeros(capacity, np.float64), *(np.zeros(capacity, np.int64) for _ in range(7)))
+        self.out = group_arrays(capacity)
         self.n_members, self.n_groups, self.first_nan = (np.zeros(n_ret.size, np.int64) for _ in range(3))
         self._longest = int(n_ret.max(initial=0)), int(n_judged.max(initial=0))
 
-    def work(self) -> tuple:
+    def work(self) -> Scratch:
         """Scratch for one range read at a time."""
         return scratch(*self._longest)
 
@@ -204,7 +204,7 @@ class _Groups:
                 for a in self.out:
                     a[target:target + n] = a[source:source + n]
                 used = group_slots(self.n_groups[lo:hi], mem_offsets[lo:hi + 1])
-                for bound in self.out[6:]:  # grp_mem_start, grp_mem_end: member indices
+                for bound in (self.out.grp_mem_start, self.out.grp_mem_end):  # member indices
                     bound[used] -= source - target
         return mem_offsets
 
@@ -212,7 +212,7 @@ class _Groups:
         mem_offsets = self.close_gaps(ranges)
         used = int(mem_offsets[-1])
         return RankedLists(query_ids, n_ret, qrel_offsets, qrel_rel, self.n_groups, mem_offsets,
-                           *(a[:used] for a in self.out), **rest)
+                           **{name: a[:used] for name, a in self.out._asdict().items()}, **rest)
 
 
 def _separated_ids(per_query: list) -> np.ndarray:
