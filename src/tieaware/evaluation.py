@@ -123,6 +123,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
                       stacklevel=2)
     if save_results_in_run:
         _save_in_run(run, results, return_std)
+    out: dict
     if not return_mean:
         out = {name: r.per_query_values("expected") for name, r in results.items()}
     elif return_std:

@@ -24,11 +24,10 @@ import math
 import os
 import struct
 import weakref
-from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import NamedTuple
 
 import numpy as np
 
@@ -42,8 +41,8 @@ from .kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambig
 #: pick one per metric, `tieaware.engine.tool_order`); "torch_topk@k" (k a cutoff) is one more, per k
 TIE_ORDERS = ("trec_eval", "ranx", "input", "docid_ascending", "torch_argsort", "torch_topk",
               "numpy_argsort_reversed")
-#: documents of Python dicts read per chunk (whole queries); a chunk's arrays stay in the caches (10k x 1k:
-#: the pass takes 0.35 s at 2^16, 0.42 s at 2^18)
+#: documents of Python dicts read per chunk (whole queries), few enough that a chunk's arrays stay in
+#: the CPU caches
 CHUNK_DOCS = 1 << 16
 
 
@@ -155,9 +154,9 @@ class RankedLists:
                 n = q_scores.size
                 tensor = torch_module().from_numpy(q_scores.copy())
                 top = tensor.topk(n if cutoff is None else min(cutoff, n), sorted=True).indices.numpy()
-                rest = np.ones(n, np.bool_)
-                rest[top] = False
-                rest = np.flatnonzero(rest)
+                not_top = np.ones(n, np.bool_)
+                not_top[top] = False
+                rest = np.flatnonzero(not_top)
                 ranking = np.concatenate([top, rest[np.argsort(-q_scores[rest], kind="stable")]])
             position = np.empty(ranking.size, np.int64)
             position[ranking] = np.arange(ranking.size)
@@ -227,8 +226,8 @@ def _separated_ids(per_query: list) -> np.ndarray:
 def _id_codes(per_query: list, n: int, separated: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The n ids (keys) of the dicts in `per_query`, in order, as Unicode code points: (codes, lo, hi),
     id i being codes[lo[i]:hi[i]]. With `separated`, the codes of `_separated_ids` and lo, hi left
-    for `read_chunk` to fill (it finds the NULs on the worker thread, beside the ids' hashes: 10k x 1k, numpy's
-    search for them took the main thread ~0.04 s); otherwise found here, by the NULs or, when an id
+    for `read_chunk` to fill (it finds the NULs on the worker thread, beside the ids' hashes, instead of
+    the main thread, which reads the next chunk meanwhile); otherwise found here, by the NULs or, when an id
     holds NUL itself, by the ids' lengths."""
     if separated:
         return _separated_ids(per_query), np.empty(n, np.int64), np.empty(n, np.int64)
@@ -296,7 +295,7 @@ def _float_values(kind: str, query_ids: list, per_query: list, total: int, finit
     try:
         for docs in per_query:
             if docs:
-                struct.pack_into(f"{len(docs)}d", values, offset, *docs.values())
+                struct.pack_into(f"{len(docs)}d", values, offset, *docs.values())  # type: ignore[arg-type]
                 offset += 8 * len(docs)
     except (struct.error, TypeError, ValueError, OverflowError):
         _name_bad_value(kind, query_ids, per_query, finite)
@@ -332,41 +331,51 @@ def _best_first(offsets: np.ndarray, lo: np.ndarray, hi: np.ndarray, grades: np.
     return lo[order], hi[order], grades[order]
 
 
-def _judgments(qrels, query_ids: list) -> tuple:
-    """(offsets, grades, of_queries): the judgments of `query_ids` as CSR offsets and grades (each
-    query's descending), and of_queries(first, last) -> (offsets from 0, codes, lo, hi, grades) of
-    queries first..last-1 (ids as `_id_codes`, judgments `_best_first`), which also fills those
-    queries' grades.
+class JudgmentChunk(NamedTuple):
+    """The judgments of a range of queries as the group kernels read them: CSR offsets from 0, the ids
+    as code points codes[lo:hi] (`_id_codes`) and the grades, each query's `_best_first`."""
 
-    A ranx Run's reader takes all queries of a qrels dict at once. A dict run's reader takes them chunk by chunk
-    beside the run, so its worker thread starts on the first chunk at once instead of waiting for
-    all of a qrels dict (10k x 1k: 520k judgments, 0.05 s), and each chunk's grades are sorted
-    there, while the worker groups the chunk before (the main thread waits for it anyway): no sort
-    of all the grades after the read (~0.015 s)."""
-    if is_ranx_qrels(qrels):
-        offsets, codes, all_lo, all_hi, all_grades = _ranx_judgments(qrels, query_ids)
+    offsets: np.ndarray
+    codes: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    grades: np.ndarray
 
-        def read(first: int, last: int, a: int, b: int) -> tuple:
-            return codes, all_lo[a:b], all_hi[a:b], all_grades[a:b]
-    else:
-        empty: dict = {}
-        judgments = [qrels.get(q, empty) for q in query_ids]
-        offsets = np.zeros(len(query_ids) + 1, np.int64)
-        np.cumsum([len(docs) for docs in judgments], out=offsets[1:])
 
-        def read(first: int, last: int, a: int, b: int) -> tuple:
-            ids, per_query = query_ids[first:last], judgments[first:last]
-            return (*_string_id_codes("qrels", ids, per_query, b - a),
-                    _float_values("Relevance", ids, per_query, b - a, finite=True))
-    grades = np.empty(int(offsets[-1]), np.float64)
+class _Judgments:
+    """The judgments of `query_ids` in a ranx Qrels or a qrels dict, read by ranges of queries.
 
-    def of_queries(first: int, last: int) -> tuple:
-        a, b = int(offsets[first]), int(offsets[last])
-        local = offsets[first:last + 1] - a
-        codes, lo, hi, unsorted = read(first, last, a, b)
-        lo, hi, grades[a:b] = _best_first(local, lo, hi, unsorted)
-        return local, codes, lo, hi, grades[a:b]
-    return offsets, grades, of_queries
+    A ranx Qrels is read all at once (one kernel, so it is read as it is at one moment); a qrels
+    dict range by range beside a dict run's chunks (`chunk`), so the reader's worker thread starts
+    on the first chunk at once, and each range's grades are sorted while the worker groups the
+    chunk before."""
+
+    def __init__(self, qrels, query_ids: list):
+        self.query_ids = query_ids
+        if is_ranx_qrels(qrels):
+            offsets, codes, lo, hi, grades = _ranx_judgments(qrels, query_ids)
+            self._ranx: tuple | None = (codes, lo, hi, grades)
+        else:
+            self._ranx = None
+            empty: dict = {}
+            self._per_query = [qrels.get(q, empty) for q in query_ids]
+            offsets = np.zeros(len(query_ids) + 1, np.int64)
+            np.cumsum([len(docs) for docs in self._per_query], out=offsets[1:])
+        #: (Q+1,) CSR offsets of the judgments of every query
+        self.offsets = offsets
+
+    def chunk(self, first: int, last: int) -> JudgmentChunk:
+        """The judgments of queries first..last-1, each query's best-first."""
+        a, b = int(self.offsets[first]), int(self.offsets[last])
+        local = self.offsets[first:last + 1] - a
+        if self._ranx is not None:
+            codes, lo, hi, grades = self._ranx
+            codes, lo, hi, unsorted = codes, lo[a:b], hi[a:b], grades[a:b]
+        else:
+            ids, per_query = self.query_ids[first:last], self._per_query[first:last]
+            codes, lo, hi = _string_id_codes("qrels", ids, per_query, b - a)
+            unsorted = _float_values("Relevance", ids, per_query, b - a, finite=True)
+        return JudgmentChunk(local, codes, *_best_first(local, lo, hi, unsorted))
 
 
 def _chunks(offsets: np.ndarray) -> list[tuple[int, int]]:
@@ -382,9 +391,12 @@ def _chunks(offsets: np.ndarray) -> list[tuple[int, int]]:
 
 def _from_dicts(qrels, run: dict, query_ids: list, ranx_order: int) -> RankedLists:
     """Chunks of whole queries (about `CHUNK_DOCS` documents) read into arrays by C-level Python calls
-    (`_chunk_arrays`, `_judgments`, holding the GIL) while a worker thread runs `read_chunk`
-    (no GIL) on the chunk before. `ranx_order`: how ranx orders the run's ties (`ranked_lists`)."""
-    qrel_offsets, grades, judgments_of = _judgments(qrels, query_ids)
+    (`_chunk_arrays`, `_Judgments.chunk`, holding the GIL) while a worker thread runs `read_chunk`
+    (no GIL) on the chunk before (`threads.pipelined`, one chunk in flight: memory stays that of two
+    chunks). `ranx_order`: how ranx orders the run's ties (`ranked_lists`)."""
+    judged = _Judgments(qrels, query_ids)
+    qrel_offsets = judged.offsets
+    grades = np.empty(int(qrel_offsets[-1]), np.float64)  # the qrels' grades, each query's best-first
     empty: dict = {}
     runs = [run.get(q, empty) for q in query_ids]
     n_ret = np.fromiter(map(len, runs), np.int64, len(runs))
@@ -397,29 +409,18 @@ def _from_dicts(qrels, run: dict, query_ids: list, ranx_order: int) -> RankedLis
     cursor = np.zeros(1, np.int64)  # chunks are read in order, each continuing where the one before ended
 
     def arguments(first: int, last: int, separated: bool = True) -> tuple:
+        judgments = judged.chunk(first, last)
+        grades[qrel_offsets[first]:qrel_offsets[last]] = judgments.grades
         return (offsets[first:last + 1] - offsets[first],
                 *_chunk_arrays(query_ids, runs, offsets, first, last, separated), separated,
-                *judgments_of(first, last), first, work, groups.out, groups.n_members, groups.n_groups,
+                *judgments, first, work, groups.out, groups.n_members, groups.n_groups,
                 groups.first_nan, cursor, SEED)
 
-    def read_again_if_refused(done: bool, first: int, last: int) -> None:
+    workers = 1 if len(ranges) > 1 and threads.n_threads() > 1 else 0
+    calls = (arguments(first, last) for first, last in ranges)
+    for (first, last), done in zip(ranges, threads.pipelined(read_chunk, calls, workers)):
         if not done:  # an id of this chunk holds NUL itself: read it again with the ids' bounds given
             read_chunk(*arguments(first, last, separated=False))
-
-    if len(ranges) <= 1 or threads.n_threads() == 1:
-        for first, last in ranges:
-            read_again_if_refused(read_chunk(*arguments(first, last)), first, last)
-    else:
-        with ThreadPoolExecutor(max_workers=1) as worker:
-            pending = None
-            for first, last in ranges:
-                args = arguments(first, last)
-                if pending is None:
-                    threads.compiled_here(read_chunk, args)
-                else:  # one chunk in flight: memory stays that of two chunks
-                    read_again_if_refused(pending[0].result(), *pending[1:])
-                pending = threads.submit_started(worker, read_chunk, args), first, last
-            read_again_if_refused(pending[0].result(), *pending[1:])
 
     def all_scores() -> np.ndarray:
         return _float_values("Run score", query_ids, runs, int(offsets[-1]), finite=False)
@@ -436,23 +437,25 @@ def _chunk_arrays(query_ids: list, runs: list, offsets: np.ndarray, first: int, 
 
 
 def _read_ranx_run(qrels, run, make_comparable: bool) -> RankedLists:
-    run_ids, *run_keys = ranx_reader.queries(run.run)  # read in numba, once
-    return _from_ranx_run(qrels, run, _query_ids(qrels, run_ids, make_comparable), make_comparable, run_keys)
+    run_ids, typed_ids, offsets = ranx_reader.queries(run.run)  # read in numba, once
+    return _from_ranx_run(qrels, run, _query_ids(qrels, run_ids, make_comparable), make_comparable,
+                          (typed_ids, offsets))
 
 
 def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys: tuple) -> RankedLists:
     """`run_keys`: the Run's own keys as a typed list and its CSR offsets (`ranx_reader.queries`),
-    which are `query_ids` unless ``make_comparable``. The judgments are read first (`_judgments`); the
+    which are `query_ids` unless ``make_comparable``. The judgments are read first (`_Judgments`); the
     Run in chunks of whole queries (about `CHUNK_DOCS` documents), each copied holding the GIL
     (`ranx_reader.run_chunk`) while worker threads group the chunks before without it
-    (`ranx_reader.group_chunk`, one chunk in flight per thread)."""
+    (`ranx_reader.group_chunk`, one chunk in flight per thread: `threads.pipelined`)."""
     if make_comparable:
         typed_ids = ranx_reader.typed(query_ids)
         offsets = ranx_reader.run_sizes(run.run, typed_ids)
     else:
         typed_ids, offsets = run_keys
-    qrel_offsets, grades, judgments_of = _judgments(qrels, query_ids)
-    judgments = judgments_of(0, len(query_ids))[1:4]
+    judged = _Judgments(qrels, query_ids)
+    qrel_offsets = judged.offsets
+    judgments = judged.chunk(0, len(query_ids))
     n_ret = np.diff(offsets)
     groups = _Groups(n_ret, qrel_offsets)
     ranges = _chunks(offsets)
@@ -462,22 +465,13 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys:
         *chunk, was_changed = ranx_reader.run_chunk(run.run, typed_ids, lo, hi, offsets, SEED)
         if was_changed:
             raise ranx_reader.ChangedWhileReadError()
-        return (offsets, lo, hi, *chunk, qrel_offsets, *judgments, grades, works[i % len(works)], groups.out,
-                groups.n_members, groups.n_groups, groups.first_nan, groups.room[lo], SEED)
+        return (offsets, lo, hi, *chunk, qrel_offsets, judgments.codes, judgments.lo, judgments.hi, judgments.grades,
+                works[i % len(works)], groups.out, groups.n_members, groups.n_groups, groups.first_nan,
+                groups.room[lo], SEED)
 
-    if len(works) <= 1:
-        parts = [ranx_reader.group_chunk(*copied(i, lo, hi)) for i, (lo, hi) in enumerate(ranges)]
-    else:
-        parts, pending = [], deque()
-        with ThreadPoolExecutor(max_workers=len(works)) as pool:
-            for i, (lo, hi) in enumerate(ranges):
-                args = copied(i, lo, hi)
-                if i == 0:
-                    threads.compiled_here(ranx_reader.group_chunk, args)
-                if len(pending) == len(works):  # chunk i takes the scratch of chunk i - len(works)
-                    parts.append(pending.popleft().result())
-                pending.append(threads.submit_started(pool, ranx_reader.group_chunk, args))
-            parts += [future.result() for future in pending]
+    # chunk i takes the scratch of chunk i - len(works), done by then (`threads.pipelined`)
+    calls = (copied(i, lo, hi) for i, (lo, hi) in enumerate(ranges))
+    parts = list(threads.pipelined(ranx_reader.group_chunk, calls, len(works) if len(works) > 1 else 0))
     bad = np.flatnonzero(groups.first_nan >= 0)
     if bad.size:
         q = int(bad[0])
@@ -490,7 +484,7 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys:
     def all_scores() -> np.ndarray:
         return ranx_reader.run_scores(run_td, typed_ids, offsets)
 
-    return groups.lists(query_ids, n_ret, qrel_offsets, grades, ranges,
+    return groups.lists(query_ids, n_ret, qrel_offsets, judgments.grades, ranges,
                         ranx_order=None if run.sorted else RANX_ARGSORT_NEGATED, all_scores=all_scores,
                         run_fingerprint=None if make_comparable else ranx_reader.joined(SEED, parts))
 
