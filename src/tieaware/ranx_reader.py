@@ -2,19 +2,19 @@
 
 ranx keeps a run as ``Dict[str, Dict[UnicodeCharSeq(W), float64]]`` (W: its
 longest doc id) and qrels likewise with int64 grades. Calling into such dicts
-from Python costs about 1 µs per lookup, so every pass over them runs in numba:
+from Python costs a call into numba per lookup, so every pass over them runs in numba:
 
 * `run_chunk`: one pass over the items of a chunk of queries, copying the
   scores and the ids' code points into flat arrays; `group_chunk` then hashes
   the copy and builds its judged groups with `kernels.groups.query_groups`
   (shared with the reader of Python dicts), the judgments read before by
   `qrels_arrays`. Ids are read as code points, never turned into strings (a
-  typed-dict lookup by string costs ~0.5 µs); code point order is the order
+  typed-dict lookup by string builds a numba string); code point order is the order
   trec_eval's ``strcmp`` gives their UTF-8 bytes.
 * `queries` and `typed`: query ids between Python and numba. A typed dict or
   list is never iterated, sized or built from Python (but to name a bad value
   in an error message): numba compiles those methods at run time, per dict type
-  and uncached (0.2 s and ~5 MB per type in every new process); ids cross as
+  and uncached (compiled again per dict type in every new process); ids cross as
   code points (`key_codes`, `typed_keys`).
 * `fingerprint`: a hash of every id and value, so a cached conversion is
   served only while the objects still hold the same data (ranx's ``add_score``
