@@ -230,3 +230,30 @@ def test_submit_started_returns_once_the_worker_runs_the_call():
         finally:
             release.set()
         assert future.result() == 42
+
+
+@pytest.mark.parametrize("workers", [0, 1, 3])
+def test_pipelined_hands_each_call_over_before_the_one_that_reuses_its_place(workers):
+    """`threads.pipelined` yields results in call order; when call i's result is yielded, at most
+    `workers` calls beyond it have been prepared (so memory holds `workers` + 1 chunks and call
+    i + `workers` may take call i's scratch), and all of them while the earlier calls ran."""
+    import numba
+
+    from tieaware import threads
+
+    @numba.njit(nogil=True)
+    def square(x):
+        return x * x
+
+    prepared = []
+
+    def calls():
+        for i in range(8):
+            prepared.append(i)
+            yield (np.int64(i),)
+
+    seen = []
+    for i, result in enumerate(threads.pipelined(square, calls(), workers)):
+        assert len(prepared) == min(i + workers + 1, 8), (i, len(prepared))
+        seen.append(int(result))
+    assert seen == [i * i for i in range(8)]
