@@ -22,7 +22,7 @@ import tieaware
 from tieaware import InputError, TieawareError, UnknownMetricError
 from tieaware.cli import main as cli_main
 from tieaware.inputs import read_text
-from tieaware.ranked_lists import ranked_lists
+from tieaware.readers.lists import ranked_lists
 
 QRELS = {"q1": {"d1": 2, "d2": 0, "d3": 1}, "q2": {"d5": 1}}
 RUN = {"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.2, "d4": 0.9}, "q2": {"d5": 0.3, "d6": 0.3, "d7": 0.3}}
@@ -56,15 +56,15 @@ def test_ranx_run_changed_in_place_is_seen():
 
 
 def test_unchanged_ranx_objects_are_served_from_the_cache():
-    from tieaware import ranked_lists, ranx_reader
     from tieaware.kernels.groups import SEED
+    from tieaware.readers import lists, typed_dicts
 
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN)
-    first = ranked_lists.ranked_lists(qrels, run)
-    assert first.run_fingerprint == ranx_reader.fingerprint(run.run, SEED)  # the reader's hash is the check's
-    assert ranked_lists.ranked_lists(qrels, run) is first
+    first = lists.ranked_lists(qrels, run)
+    assert first.run_fingerprint == typed_dicts.fingerprint(run.run, SEED)  # the reader's hash is the check's
+    assert lists.ranked_lists(qrels, run) is first
     run.add_score("q1", "d4", 0.1)
-    assert ranked_lists.ranked_lists(qrels, run) is not first
+    assert lists.ranked_lists(qrels, run) is not first
 
 
 def test_values_swapped_in_place_in_ranx_objects_are_seen():
@@ -92,10 +92,10 @@ def test_values_swapped_in_place_in_ranx_objects_are_seen():
 
 
 def test_the_fingerprint_changes_when_any_two_round_values_trade_places():
-    """Every swap of two different values among round numbers changes `ranx_reader.fingerprint`
+    """Every swap of two different values among round numbers changes `typed_dicts.fingerprint`
     (a stale cache would be served otherwise)."""
-    from tieaware import ranx_reader
     from tieaware.kernels.groups import SEED
+    from tieaware.readers import typed_dicts
 
     rng = np.random.default_rng(7)
     for trial in range(300):
@@ -106,7 +106,7 @@ def test_the_fingerprint_changes_when_any_two_round_values_trade_places():
                     continue
                 swapped = values.copy()
                 swapped[[i, j]] = values[[j, i]]
-                prints = [ranx_reader.fingerprint(_unicode_keyed_run({"q": {f"d{k}": v for k, v in enumerate(vs)}}).run,
+                prints = [typed_dicts.fingerprint(_unicode_keyed_run({"q": {f"d{k}": v for k, v in enumerate(vs)}}).run,
                                                   SEED) for vs in (values, swapped)]
                 assert prints[0] != prints[1], (trial, values, i, j)
 
@@ -469,7 +469,7 @@ def _groups_of(lists) -> list:
 
 
 def _assert_grades_descending(lists, qrels: dict) -> None:
-    """The readers reorder each query's judgments best first (`ranked_lists._best_first`): the grades
+    """The readers reorder each query's judgments best first (`readers.lists._best_first`): the grades
     they hand on are the qrels' grades, best first, query by query."""
     for q, qid in enumerate(lists.query_ids):
         got = lists.qrel_rel[lists.qrel_offsets[q]:lists.qrel_offsets[q + 1]].tolist()
@@ -585,7 +585,7 @@ def _unicode_keyed_run_with_empty(run: dict) -> ranx.Run:
 
 def test_dict_reader_reads_in_chunks_as_in_one_piece(monkeypatch):
     """A run read in chunks of a few documents gives the arrays it gives in one chunk."""
-    from tieaware import ranked_lists as module
+    from tieaware.readers import lists as module
 
     qrels = {f"q{q}": {f"d{d}": d % 3 for d in range(0, 12, 2)} for q in range(7)}
     run = {f"q{q}": {f"d{d}": float((d * q) % 4) for d in range(q + 3)} for q in range(7)}
@@ -611,10 +611,11 @@ def _tied_pair(seed: int) -> tuple[dict, dict]:
 def test_readers_on_threads_equal_one_thread(monkeypatch, make_comparable):
     """Ranges of queries read on threads (`tieaware.threads`, forced here on small data: 3 threads,
     ranges from one document, dict chunks of 40 documents) give the arrays one thread gives, from
-    ranx objects and from dicts, and the Run's fingerprint (`ranx_reader.joined` parts) too."""
-    from tieaware import ranked_lists as module
-    from tieaware import ranx_reader, threads
+    ranx objects and from dicts, and the Run's fingerprint (`typed_dicts.joined` parts) too."""
+    from tieaware import threads
     from tieaware.kernels.groups import SEED
+    from tieaware.readers import lists as module
+    from tieaware.readers import typed_dicts
 
     qrels, run = _tied_pair(11)
     if make_comparable:
@@ -624,7 +625,7 @@ def test_readers_on_threads_equal_one_thread(monkeypatch, make_comparable):
     def read_all():  # new ranx objects each time: a converted Run is cached
         ranx_run = _unicode_keyed_run_with_empty(run)
         typed = ranked_lists(ranx.Qrels(qrels), ranx_run, make_comparable)
-        return typed, ranked_lists(qrels, run, make_comparable), ranx_reader.fingerprint(ranx_run.run, SEED)
+        return typed, ranked_lists(qrels, run, make_comparable), typed_dicts.fingerprint(ranx_run.run, SEED)
 
     with threads.limited(1):
         one = read_all()
@@ -686,15 +687,15 @@ def test_ranx_query_ids_cross_between_python_and_numba_whole():
     ids holding NUL, 1-, 2- and 4-byte-kind ids and a lone surrogate come back equal, and are found
     in the typed dicts again (numba hashes a str's raw data: a str built wider than CPython's would
     not be found)."""
-    from tieaware import ranx_reader
+    from tieaware.readers import typed_dicts
 
     ids = ["q1", "", "é", "ÿz", "漢字", "𝄞x", "a\0b", "\ud800", "x" * 100]
     run = ranx.Run({q: {"d1": 0.5, **{f"e{j}": 0.25 for j in range(i)}} for i, q in enumerate(ids)})
-    read, _, offsets = ranx_reader.queries(run.run)
+    read, _, offsets = typed_dicts.queries(run.run)
     assert read == list(run.run.keys()) and sorted(read) == sorted(ids)  # ranx sorts its queries
     assert np.array_equal(np.diff(offsets), [1 + ids.index(q) for q in read])
-    backwards = ranx_reader.typed(ids[::-1] + ["absent"])
-    assert np.array_equal(np.diff(ranx_reader.run_sizes(run.run, backwards)), [*range(len(ids), 0, -1), 0])
+    backwards = typed_dicts.typed(ids[::-1] + ["absent"])
+    assert np.array_equal(np.diff(typed_dicts.run_sizes(run.run, backwards)), [*range(len(ids), 0, -1), 0])
     qrels = {q: {"d1": 1} for q in ids[1:]} | {"only judged": {"d1": 1}}
     for qrels_kind, run_kind in [("ranx", "ranx"), ("ranx", "dict"), ("dict", "ranx")]:
         res = tieaware.evaluate(ranx.Qrels(qrels) if qrels_kind == "ranx" else qrels,
@@ -735,7 +736,7 @@ def test_evaluating_ranx_objects_compiles_no_typed_container_method():
 
 @pytest.mark.slow
 def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers(tmp_path):
-    """numba specialises on a Run's (and a Qrels') doc-id width: only `ranx_reader`'s loops compile
+    """numba specialises on a Run's (and a Qrels') doc-id width: only `typed_dicts`'s loops compile
     again, never the group or metric kernels (they take plain arrays). In a new process with an empty
     cache, so that the first width compiles every kernel there: a reader loaded from the disk cache
     brings the group stages it inlines without compiling them, and the next width would then compile
@@ -743,7 +744,7 @@ def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers(tmp_path):
     code = """if True:
         import ranx, tieaware
         from numba import typeof
-        from tieaware import ranx_reader
+        from tieaware.readers import typed_dicts
         from tieaware.warming import _dispatchers
 
         qrels = ranx.Qrels({"q1": {"d1": 1, "d3": 0}})
@@ -752,7 +753,7 @@ def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers(tmp_path):
         wide = ranx.Run({"q1": {"d1": 0.5, "d" + "x" * 40 + "y": 0.5, "d3": 0.25}})
         tieaware.evaluate(qrels, wide, "ndcg@2")
         tieaware.evaluate(ranx.Qrels({"q1": {"d1": 1, "d" + "z" * 30: 0}}), wide, "ndcg@2")
-        assert [typeof(wide.run)] == [signature[0] for signature in ranx_reader.run_chunk.signatures][1:]
+        assert [typeof(wide.run)] == [signature[0] for signature in typed_dicts.run_chunk.signatures][1:]
         after = {kernel: len(kernel.signatures) for kernel in _dispatchers()}
         assert after == kernels, {kernel.py_func.__qualname__: n for kernel, n in after.items() if n != kernels[kernel]}
     """
@@ -812,8 +813,8 @@ def test_scan_ids_refuses_ids_holding_nul(ids):
 def test_ranx_qrels_beside_a_dict_run_read_in_chunks_on_a_worker(monkeypatch):
     """A ranx Qrels with a dict run: its judgments, read whole, are handed to the chunks of the dict
     run in the worker pipeline; the arrays equal those of the qrels as a dict read in one piece."""
-    from tieaware import ranked_lists as module
     from tieaware import threads
+    from tieaware.readers import lists as module
 
     qrels, run = _tied_pair(5)
     whole = ranked_lists(qrels, run)
@@ -830,8 +831,8 @@ def test_a_chunk_with_ids_holding_nul_is_read_again_in_place(monkeypatch, n_thre
     than ids); that chunk alone is read again with the ids' bounds, in its place between the chunks
     before and after it, on one thread and in the worker pipeline: the groups equal a brute-force
     reading and the reading in one piece."""
-    from tieaware import ranked_lists as module
     from tieaware import threads
+    from tieaware.readers import lists as module
 
     run = {f"q{q}": {f"d{d}": float(d % 3) for d in range(8)} for q in range(6)}
     run["q3"] = {"d1": 1.0, "d1\0": 1.0, "\0": 0.0, "d\0\0x": 2.0, "d2": 2.0}
@@ -886,8 +887,8 @@ def test_every_input_reaches_the_dict_chunk_reader_with_one_signature(monkeypatc
     """An empty chunk, empty qrels, ranx Qrels beside a dict run, non-string ids: `read_chunk` gets
     arrays of one layout (numba types a read-only array apart from a writable one, and would compile
     it again, on the worker thread)."""
-    from tieaware import ranked_lists as module
     from tieaware.kernels.groups import read_chunk
+    from tieaware.readers import lists as module
 
     monkeypatch.setattr(module, "CHUNK_DOCS", 4)
     qrels, run = {"q0": {"d1": 1}, "q1": {"d1": 1, "d2": 0}}, {"q0": {}, "q1": {f"d{i}": 0.5 for i in range(9)}}

@@ -1,6 +1,6 @@
 """The evaluation engine: per-query statistics of metrics on judged tie groups.
 
-It sits between the readers (`tieaware.ranked_lists` turns a qrels/run pair into `RankedLists`)
+It sits between the readers (`tieaware.readers.lists` turns a qrels/run pair into `RankedLists`)
 and the entry points that call it (`tieaware.evaluation.evaluate`, `tieaware.streaming`,
 `tieaware.comparison` through evaluate), and owns:
 
@@ -23,7 +23,7 @@ from .errors import InputError, QueryValueError
 from .inputs import is_ranx_qrels, is_ranx_run, load_qrels, load_run, without_identical_ids
 from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricSpec
-from .ranked_lists import RankedLists, ranked_lists
+from .readers.lists import RankedLists, ranked_lists
 
 #: the tools whose tie order `evaluate(..., oblivious=...)` reproduces
 OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures", "sentence_transformers",
@@ -65,7 +65,7 @@ def torchmetrics_order(family: str, k: int | None) -> str:
 
 
 def tool_order(tool: str, family: str, k: int | None) -> str:
-    """The order inside tie groups (`ranked_lists.TIE_ORDERS`) that `tool` (one of `OBLIVIOUS_ORDERS`)
+    """The order inside tie groups (`readers.lists.TIE_ORDERS`) that `tool` (one of `OBLIVIOUS_ORDERS`)
     uses for a metric.
 
     sentence-transformers' ``InformationRetrievalEvaluator`` (6.x) sorts by (-score, corpus id):
@@ -85,12 +85,12 @@ def tool_order(tool: str, family: str, k: int | None) -> str:
 
 
 def tie_order(spec: MetricSpec, oblivious: str) -> str:
-    """The order inside tie groups (`ranked_lists.TIE_ORDERS`) that tool `oblivious` uses for this metric."""
+    """The order inside tie groups (`readers.lists.TIE_ORDERS`) that tool `oblivious` uses for this metric."""
     return tool_order(oblivious, spec.family, spec.k)
 
 
 def judged_lists(lists: RankedLists, order: str = "trec_eval") -> Judged:
-    """The arrays every metric family reads, with `order` (one of `ranked_lists.TIE_ORDERS`) as the
+    """The arrays every metric family reads, with `order` (one of `readers.lists.TIE_ORDERS`) as the
     tool's tie order."""
     return Judged.build(lists.n_ret, lists.n_groups, lists.mem_offsets, lists.grp_above, lists.grp_size,
                         lists.grp_mem_start, lists.grp_mem_end, lists.mem_rel, lists.tool_rank(order),

@@ -1,8 +1,8 @@
 """Running ``nogil`` kernels on several threads over disjoint ranges of queries.
 
-The reader of Python dicts (`tieaware.ranked_lists`) calls kernels compiled
+The reader of Python dicts (`tieaware.readers.lists`) calls kernels compiled
 with ``nogil=True``, so plain Python threads run them on several cores (the
-readers of ranx objects, `tieaware.ranx_reader`, hold the GIL on typed dicts that
+readers of ranx objects, `tieaware.readers.typed_dicts`, hold the GIL on typed dicts that
 other threads may change, so their ranges run one at a time); no numba threading layer is involved
 (its ``workqueue`` layer aborts the process when two threads enter it at once).
 Each range writes its own part of the outputs, and the parts are joined in query

@@ -20,8 +20,8 @@ places each score among the m judged scores through 8m equal-width buckets of
 their range (no branch on the data but in a bucket holding several judged scores,
 searched by bisection). Cost O(n + m log m) per query for n retrieved documents
 (O(n log m) at worst, scores crowded in one bucket), instead of O(n log n).
-`read_chunk` runs it over many queries of Python dicts (`tieaware.ranked_lists`);
-`tieaware.ranx_reader` over ranx's typed dicts. Both fill the same outputs, so
+`read_chunk` runs it over many queries of Python dicts (`tieaware.readers.lists`);
+`tieaware.readers.typed_dicts` over ranx's typed dicts. Both fill the same outputs, so
 group slots of query q start at its first judged member's index.
 
 Kernels (`tieaware.kernels.kernel`) take int64/uint32/float64 arrays, use no numba threading
@@ -72,7 +72,7 @@ class Scratch(NamedTuple):
 
 
 class GroupArrays(NamedTuple):
-    """What `query_groups` writes: per judged member and per group slot (`ranked_lists.RankedLists`
+    """What `query_groups` writes: per judged member and per group slot (`readers.lists.RankedLists`
     holds them under the same names)."""
 
     mem_rel: np.ndarray  #: each member's judgment
@@ -528,7 +528,7 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
 
     Four stages, each its own function (numba compiles four small functions several times faster
     than one large one): `_find_judged`, `_order_members`, `_place_scores`, `_rank_in_groups`.
-    Inlined into `read_chunk` and `ranx_reader.group_chunk`: not compiled on its own.
+    Inlined into `read_chunk` and `readers.typed_dicts.group_chunk`: not compiled on its own.
     """
     for i in range(scores.shape[0]):
         if np.isnan(scores[i]):
@@ -555,7 +555,7 @@ def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, separated, qrel_offsets
     cursor[0] on, and cursor[0] is left past them: chunks read in order lay their members end to end.
     With ``separated`` the ids in codes are each followed by NUL and their bounds id_lo/id_hi are
     found here (`_scan_ids`); then False is returned, nothing read, if an id holds NUL itself (the
-    caller passes the bounds instead). Releases the GIL: `tieaware.ranked_lists` reads the next
+    caller passes the bounds instead). Releases the GIL: `tieaware.readers.lists` reads the next
     chunk meanwhile."""
     doc_hash = np.empty(scores.shape[0], np.uint64)
     doc_key = np.empty(scores.shape[0], np.uint64)

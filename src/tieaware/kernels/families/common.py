@@ -94,7 +94,7 @@ class Judged:
     @classmethod
     def build(cls, n_ret, n_groups, mem_offsets, grp_above, grp_size, grp_mem_start, grp_mem_end, mem_rel,
               tool_rank, qrel_offsets, qrel_rel) -> Judged:
-        """From the arrays of `ranked_lists.RankedLists` and a tool's rank of each member in its group."""
+        """From the arrays of `readers.lists.RankedLists` and a tool's rank of each member in its group."""
         i64 = np.int64
         tied = Groups(*(np.ascontiguousarray(a, i64) for a in (n_groups, mem_offsets, grp_above, grp_size,
                                                               grp_mem_end)))

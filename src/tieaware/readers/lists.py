@@ -10,8 +10,8 @@ or to name a document in an error. For ranx objects the result is cached on the
 calls converts once.
 
 ranx ``Run``/``Qrels`` are read by jitted loops over their numba typed dicts
-(`ranx_reader`, holding the GIL; a Run or Qrels another thread changes between two of those
-kernels is read again from a copy taken in one, `ranx_reader.frozen`); Python dicts by C-level operations (the values by
+(`typed_dicts`, holding the GIL; a Run or Qrels another thread changes between two of those
+kernels is read again from a copy taken in one, `typed_dicts.frozen`); Python dicts by C-level operations (the values by
 ``struct.pack_into``, the ids joined and encoded as UTF-32 code points). Both are read in chunks of
 about `CHUNK_DOCS` documents (a Python qrels dict's judgments beside a dict run's chunks), so
 memory grows with the chunk, not the run. No Python loop touches every document. The group kernels
@@ -31,11 +31,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import ranx_reader, threads
-from .errors import InputError, QueryMismatchError
-from .inputs import _is_dataframe, is_ranx_qrels, is_ranx_run, load_qrels, load_run, string_keys
-from .kernels.groups import SEED, Scratch, argsort_segments, group_arrays, group_slots, read_chunk, scratch
-from .kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambiguous_groups, ranx_ranks
+from .. import threads
+from ..errors import InputError, QueryMismatchError
+from ..inputs import _is_dataframe, is_ranx_qrels, is_ranx_run, load_qrels, load_run, string_keys
+from ..kernels.groups import SEED, Scratch, argsort_segments, group_arrays, group_slots, read_chunk, scratch
+from ..kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED, ambiguous_groups, ranx_ranks
+from . import typed_dicts
 
 #: the orders inside a tie group that `RankedLists.tool_rank` computes ("ir_measures" and "torchmetrics"
 #: pick one per metric, `tieaware.engine.tool_order`); "torch_topk@k" (k a cutoff) is one more, per k
@@ -76,7 +77,7 @@ class RankedLists:
         ranx_order: how ranx orders this input (`kernels.tiebreak` modes, or None when the run's
             own order already is ranx's).
         all_scores: () -> (n,) every score in the run's order, read again (ranx's tie order only).
-        run_fingerprint: `ranx_reader.fingerprint` of the ranx Run read (None otherwise).
+        run_fingerprint: `typed_dicts.fingerprint` of the ranx Run read (None otherwise).
     """
 
     query_ids: list
@@ -317,7 +318,7 @@ def _check_ranx_grades(qrels, query_ids: list, grades: np.ndarray) -> None:
 def _ranx_judgments(qrels, query_ids: list) -> tuple:
     """(offsets, codes, lo, hi, grades) of `query_ids`' judgments in a ranx Qrels, read in numba (ids as
     `_id_codes`); unusable grades are named."""
-    offsets, codes, lo, hi, grades = ranx_reader.qrels_arrays(qrels.qrels, ranx_reader.typed(query_ids))
+    offsets, codes, lo, hi, grades = typed_dicts.qrels_arrays(qrels.qrels, typed_dicts.typed(query_ids))
     codes.setflags(write=False)  # as the dict reader's: read_chunk compiles for one layout of its arguments
     _check_ranx_grades(qrels, query_ids, grades)
     return offsets, codes, lo, hi, grades
@@ -437,20 +438,20 @@ def _chunk_arrays(query_ids: list, runs: list, offsets: np.ndarray, first: int, 
 
 
 def _read_ranx_run(qrels, run, make_comparable: bool) -> RankedLists:
-    run_ids, typed_ids, offsets = ranx_reader.queries(run.run)  # read in numba, once
+    run_ids, typed_ids, offsets = typed_dicts.queries(run.run)  # read in numba, once
     return _from_ranx_run(qrels, run, _query_ids(qrels, run_ids, make_comparable), make_comparable,
                           (typed_ids, offsets))
 
 
 def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys: tuple) -> RankedLists:
-    """`run_keys`: the Run's own keys as a typed list and its CSR offsets (`ranx_reader.queries`),
+    """`run_keys`: the Run's own keys as a typed list and its CSR offsets (`typed_dicts.queries`),
     which are `query_ids` unless ``make_comparable``. The judgments are read first (`_Judgments`); the
     Run in chunks of whole queries (about `CHUNK_DOCS` documents), each copied holding the GIL
-    (`ranx_reader.run_chunk`) while worker threads group the chunks before without it
-    (`ranx_reader.group_chunk`, one chunk in flight per thread: `threads.pipelined`)."""
+    (`typed_dicts.run_chunk`) while worker threads group the chunks before without it
+    (`typed_dicts.group_chunk`, one chunk in flight per thread: `threads.pipelined`)."""
     if make_comparable:
-        typed_ids = ranx_reader.typed(query_ids)
-        offsets = ranx_reader.run_sizes(run.run, typed_ids)
+        typed_ids = typed_dicts.typed(query_ids)
+        offsets = typed_dicts.run_sizes(run.run, typed_ids)
     else:
         typed_ids, offsets = run_keys
     judged = _Judgments(qrels, query_ids)
@@ -462,38 +463,38 @@ def _from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys:
     works = [groups.work() for _ in range(min(threads.n_threads(), len(ranges)))]
 
     def copied(i: int, lo: int, hi: int) -> tuple:
-        *chunk, was_changed = ranx_reader.run_chunk(run.run, typed_ids, lo, hi, offsets, SEED)
+        *chunk, was_changed = typed_dicts.run_chunk(run.run, typed_ids, lo, hi, offsets, SEED)
         if was_changed:
-            raise ranx_reader.ChangedWhileReadError()
+            raise typed_dicts.ChangedWhileReadError()
         return (offsets, lo, hi, *chunk, qrel_offsets, judgments.codes, judgments.lo, judgments.hi, judgments.grades,
                 works[i % len(works)], groups.out, groups.n_members, groups.n_groups, groups.first_nan,
                 groups.room[lo], SEED)
 
     # chunk i takes the scratch of chunk i - len(works), done by then (`threads.pipelined`)
     calls = (copied(i, lo, hi) for i, (lo, hi) in enumerate(ranges))
-    parts = list(threads.pipelined(ranx_reader.group_chunk, calls, len(works) if len(works) > 1 else 0))
+    parts = list(threads.pipelined(typed_dicts.group_chunk, calls, len(works) if len(works) > 1 else 0))
     bad = np.flatnonzero(groups.first_nan >= 0)
     if bad.size:
         q = int(bad[0])
-        doc = ranx_reader.doc_id(run.run, query_ids[q], int(groups.first_nan[q]))
+        doc = typed_dicts.doc_id(run.run, query_ids[q], int(groups.first_nan[q]))
         raise InputError(f"Run score is NaN for query {query_ids[q]!r}, document {doc!r} "
                          f"({bad.size} queries have NaN scores).")
 
     run_td = run.run  # not the Run: the cache holds these lists while the Run lives, and no longer
 
     def all_scores() -> np.ndarray:
-        return ranx_reader.run_scores(run_td, typed_ids, offsets)
+        return typed_dicts.run_scores(run_td, typed_ids, offsets)
 
     return groups.lists(query_ids, n_ret, qrel_offsets, judgments.grades, ranges,
                         ranx_order=None if run.sorted else RANX_ARGSORT_NEGATED, all_scores=all_scores,
-                        run_fingerprint=None if make_comparable else ranx_reader.joined(SEED, parts))
+                        run_fingerprint=None if make_comparable else typed_dicts.joined(SEED, parts))
 
 
 # ------------------------------------------------------------------ assembling
 def _query_ids(qrels, run_ids: list, make_comparable: bool) -> list:
     """The evaluated queries: the run's (`run_ids`, in its order); with ``make_comparable`` those
     with qrels, then the qrels' queries the run lacks. A mismatch otherwise raises."""
-    qrels_ids = ranx_reader.queries(qrels.qrels)[0] if is_ranx_qrels(qrels) else list(qrels.keys())
+    qrels_ids = typed_dicts.queries(qrels.qrels)[0] if is_ranx_qrels(qrels) else list(qrels.keys())
     qrels_set = set(qrels_ids)
     run_set = set(run_ids)
     if make_comparable:
@@ -517,7 +518,7 @@ def ranked_lists(qrels, run, make_comparable: bool = False, from_file: bool | No
 
     For a ranx ``Qrels``/``Run`` pair the conversion is cached per ``Run`` (weakly,
     never stored in it) and served again only while both objects hold the same
-    query ids, doc ids, scores and grades in the same order (`ranx_reader.fingerprint`,
+    query ids, doc ids, scores and grades in the same order (`typed_dicts.fingerprint`,
     a fraction of a conversion's cost), since ranx's ``add_score`` and similar
     methods change them in place.
     """
@@ -530,16 +531,16 @@ def ranked_lists(qrels, run, make_comparable: bool = False, from_file: bool | No
         key = (id(qrels), run.sorted, make_comparable)
         per_run = _CACHE.setdefault(run, {})
         hit = per_run.get(key)
-        qrels_hash = ranx_reader.fingerprint(qrels.qrels, SEED)
+        qrels_hash = typed_dicts.fingerprint(qrels.qrels, SEED)
         if hit is not None and hit[0]() is qrels and hit[1] == qrels_hash \
-                and hit[2] == ranx_reader.fingerprint(run.run, SEED):
+                and hit[2] == typed_dicts.fingerprint(run.run, SEED):
             return hit[3]
     if is_ranx_run(run):
         try:
             lists = _read_ranx_run(qrels, run, make_comparable)
-        except ranx_reader.ChangedWhileReadError:  # another thread changed them between two kernels: read
-            lists = _read_ranx_run(ranx_reader.frozen(qrels) if cacheable else qrels,  # a copy taken at once
-                                   ranx_reader.frozen(run), make_comparable)
+        except typed_dicts.ChangedWhileReadError:  # another thread changed them between two kernels: read
+            lists = _read_ranx_run(typed_dicts.frozen(qrels) if cacheable else qrels,  # a copy taken at once
+                                   typed_dicts.frozen(run), make_comparable)
     else:
         lists = _from_dicts(qrels, run, _query_ids(qrels, list(run.keys()), make_comparable),
                             RANX_ARGSORT_NEGATED if from_file else RANX_ARGSORT_REVERSED)
@@ -547,7 +548,7 @@ def ranked_lists(qrels, run, make_comparable: bool = False, from_file: bool | No
         run_hash = lists.run_fingerprint
         per_run.clear()
         per_run[key] = (weakref.ref(qrels), qrels_hash,
-                        ranx_reader.fingerprint(run.run, SEED) if run_hash is None else run_hash, lists)
+                        typed_dicts.fingerprint(run.run, SEED) if run_hash is None else run_hash, lists)
     return lists
 
 
@@ -555,8 +556,8 @@ def run_scores(run) -> tuple[list, np.ndarray, np.ndarray]:
     """(query ids, CSR offsets, scores in the run's order) of a run alone."""
     run = load_run(run)
     if is_ranx_run(run):
-        query_ids, typed_ids, offsets = ranx_reader.queries(run.run)
-        return query_ids, offsets, ranx_reader.run_scores(run.run, typed_ids, offsets)
+        query_ids, typed_ids, offsets = typed_dicts.queries(run.run)
+        return query_ids, offsets, typed_dicts.run_scores(run.run, typed_ids, offsets)
     query_ids = list(run.keys())
     offsets = np.zeros(len(query_ids) + 1, np.int64)
     per_query = [run[q] for q in query_ids]
