@@ -110,7 +110,7 @@ def test_user_objects_are_not_mutated():
 
 
 def test_ranx_run_conversion_is_cached_per_object():
-    from tieaware.readers.lists import ranked_lists
+    from tieaware.readers.pairs import ranked_lists
 
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN)
     assert ranked_lists(qrels, run) is ranked_lists(qrels, run)
@@ -123,7 +123,7 @@ def test_a_dropped_ranx_run_and_its_cached_conversion_are_freed():
     import gc
     import weakref
 
-    from tieaware.readers.lists import ranked_lists
+    from tieaware.readers.pairs import ranked_lists
 
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN)
     tieaware.evaluate(qrels, run, ["ndcg@3", "P@2"], oblivious="ranx")  # reads the run's scores again
@@ -136,7 +136,7 @@ def test_a_dropped_ranx_run_and_its_cached_conversion_are_freed():
 def test_metrics_of_one_level_share_flags_that_the_cached_conversion_does_not_keep(monkeypatch):
     from tieaware import engine
     from tieaware.kernels.families import common
-    from tieaware.readers.lists import ranked_lists
+    from tieaware.readers.pairs import ranked_lists
 
     made = []
     real = common.gains

@@ -22,7 +22,7 @@ import tieaware
 from tieaware import InputError, TieawareError, UnknownMetricError
 from tieaware.cli import main as cli_main
 from tieaware.inputs import read_text
-from tieaware.readers.lists import ranked_lists
+from tieaware.readers.pairs import ranked_lists
 
 QRELS = {"q1": {"d1": 2, "d2": 0, "d3": 1}, "q2": {"d5": 1}}
 RUN = {"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.2, "d4": 0.9}, "q2": {"d5": 0.3, "d6": 0.3, "d7": 0.3}}
@@ -57,14 +57,14 @@ def test_ranx_run_changed_in_place_is_seen():
 
 def test_unchanged_ranx_objects_are_served_from_the_cache():
     from tieaware.kernels.groups import SEED
-    from tieaware.readers import lists, typed_dicts
+    from tieaware.readers import pairs, typed_dicts
 
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN)
-    first = lists.ranked_lists(qrels, run)
+    first = pairs.ranked_lists(qrels, run)
     assert first.run_fingerprint == typed_dicts.fingerprint(run.run, SEED)  # the reader's hash is the check's
-    assert lists.ranked_lists(qrels, run) is first
+    assert pairs.ranked_lists(qrels, run) is first
     run.add_score("q1", "d4", 0.1)
-    assert lists.ranked_lists(qrels, run) is not first
+    assert pairs.ranked_lists(qrels, run) is not first
 
 
 def test_values_swapped_in_place_in_ranx_objects_are_seen():
@@ -469,7 +469,7 @@ def _groups_of(lists) -> list:
 
 
 def _assert_grades_descending(lists, qrels: dict) -> None:
-    """The readers reorder each query's judgments best first (`readers.lists._best_first`): the grades
+    """The readers reorder each query's judgments best first (`readers.judgments.best_first`): the grades
     they hand on are the qrels' grades, best first, query by query."""
     for q, qid in enumerate(lists.query_ids):
         got = lists.qrel_rel[lists.qrel_offsets[q]:lists.qrel_offsets[q + 1]].tolist()
@@ -832,6 +832,7 @@ def test_a_chunk_with_ids_holding_nul_is_read_again_in_place(monkeypatch, n_thre
     before and after it, on one thread and in the worker pipeline: the groups equal a brute-force
     reading and the reading in one piece."""
     from tieaware import threads
+    from tieaware.readers import dicts
     from tieaware.readers import lists as module
 
     run = {f"q{q}": {f"d{d}": float(d % 3) for d in range(8)} for q in range(6)}
@@ -842,14 +843,14 @@ def test_a_chunk_with_ids_holding_nul_is_read_again_in_place(monkeypatch, n_thre
     monkeypatch.setattr(module, "CHUNK_DOCS", 8)  # one query a chunk
     monkeypatch.setattr(threads, "n_threads", lambda: n_threads)
     refused = []
-    read = module.read_chunk
+    read = dicts.read_chunk
 
     def counted(*args):
         done = read(*args)
         refused.append(not done)
         return done
     counted.compile, counted.typeof_pyval = read.compile, read.typeof_pyval
-    monkeypatch.setattr(module, "read_chunk", counted)
+    monkeypatch.setattr(dicts, "read_chunk", counted)
     chunked = ranked_lists(qrels, run)
     assert refused.count(True) == 1 and len(refused) == len(run) + 1  # q3 read twice, once refused
     _assert_same_lists(chunked, whole)

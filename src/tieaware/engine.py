@@ -1,6 +1,6 @@
 """The evaluation engine: per-query statistics of metrics on judged tie groups.
 
-It sits between the readers (`tieaware.readers.lists` turns a qrels/run pair into `RankedLists`)
+It sits between the readers (`tieaware.readers.pairs` turns a qrels/run pair into `RankedLists`)
 and the entry points that call it (`tieaware.evaluation.evaluate`, `tieaware.streaming`,
 `tieaware.comparison` through evaluate), and owns:
 
@@ -23,7 +23,8 @@ from .errors import InputError, QueryValueError
 from .inputs import is_ranx_qrels, is_ranx_run, load_qrels, load_run, without_identical_ids
 from .kernels.families import Judged, Params, family_stats
 from .metrics import MetricSpec
-from .readers.lists import RankedLists, ranked_lists
+from .readers.lists import RankedLists
+from .readers.pairs import ranked_lists
 
 #: the tools whose tie order `evaluate(..., oblivious=...)` reproduces
 OBLIVIOUS_ORDERS = ("trec_eval", "ranx", "input", "ir_measures", "sentence_transformers",

@@ -85,7 +85,7 @@ def is_ranx_run(obj) -> bool:
     return ranx is not None and isinstance(obj, ranx.Run)
 
 
-def _is_dataframe(obj) -> bool:
+def is_dataframe(obj) -> bool:
     pd = sys.modules.get("pandas")
     return pd is not None and isinstance(obj, pd.DataFrame)
 
@@ -742,7 +742,7 @@ def _load(obj, kind: str, doc_ids: bool = True):
         return _checked_mapping(obj, kind, f"{kind} dict", doc_ids)
     if isinstance(obj, (str, os.PathLike)):
         return _from_file(_checked_path(obj, kind), kind)
-    if _is_dataframe(obj):
+    if is_dataframe(obj):
         return _from_dataframe(obj, kind)
     if isinstance(obj, io.IOBase) or hasattr(obj, "read") and hasattr(obj, "readline"):
         return _from_file_object(obj, kind)

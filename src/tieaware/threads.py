@@ -1,6 +1,6 @@
 """Running ``nogil`` kernels on several threads over disjoint ranges of queries.
 
-The reader of Python dicts (`tieaware.readers.lists`) calls kernels compiled
+The reader of Python dicts (`tieaware.readers.dicts`) calls kernels compiled
 with ``nogil=True``, so plain Python threads run them on several cores (the
 readers of ranx objects, `tieaware.readers.typed_dicts`, hold the GIL on typed dicts that
 other threads may change, so their ranges run one at a time); no numba threading layer is involved

@@ -6,7 +6,7 @@ import pandas as pd
 
 from .errors import InputError
 from .kernels.census import census_table
-from .readers.lists import run_scores
+from .readers.pairs import run_scores
 
 #: Cutoffs of the tie census and of metric@k curves (`tieaware.comparison.compare_at_k`) unless given.
 DEFAULT_KS = (1, 3, 5, 10, 20, 50, 100)

@@ -118,7 +118,7 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict:
     modules: dict = {}
     step("import numba and the kernels", lambda: modules.update(
         evaluation=import_module("tieaware.evaluation"), tie_census=import_module("tieaware.tie_census"),
-        ranked_lists=import_module("tieaware.readers.lists")))
+        ranked_lists=import_module("tieaware.readers.pairs")))
     dispatchers = _dispatchers()
     before = _cache_counts(dispatchers)
     evaluate = modules["evaluation"].evaluate

@@ -20,7 +20,7 @@ places each score among the m judged scores through 8m equal-width buckets of
 their range (no branch on the data but in a bucket holding several judged scores,
 searched by bisection). Cost O(n + m log m) per query for n retrieved documents
 (O(n log m) at worst, scores crowded in one bucket), instead of O(n log n).
-`read_chunk` runs it over many queries of Python dicts (`tieaware.readers.lists`);
+`read_chunk` runs it over many queries of Python dicts (`tieaware.readers.dicts`);
 `tieaware.readers.typed_dicts` over ranx's typed dicts. Both fill the same outputs, so
 group slots of query q start at its first judged member's index.
 
@@ -555,7 +555,7 @@ def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, separated, qrel_offsets
     cursor[0] on, and cursor[0] is left past them: chunks read in order lay their members end to end.
     With ``separated`` the ids in codes are each followed by NUL and their bounds id_lo/id_hi are
     found here (`_scan_ids`); then False is returned, nothing read, if an id holds NUL itself (the
-    caller passes the bounds instead). Releases the GIL: `tieaware.readers.lists` reads the next
+    caller passes the bounds instead). Releases the GIL: `tieaware.readers.dicts` reads the next
     chunk meanwhile."""
     doc_hash = np.empty(scores.shape[0], np.uint64)
     doc_key = np.empty(scores.shape[0], np.uint64)
