@@ -376,20 +376,6 @@ def test_threads_must_be_a_count():
     assert float(one) == float(all_cpus)
 
 
-@settings(max_examples=200, deadline=None)
-@given(segments=st.lists(st.lists(st.sampled_from([-1.0, 0.0, 0.5, 2.0, 3.0]), max_size=80), max_size=6))
-def test_argsort_segments_equals_lexsort(segments):
-    """Segments short (insertion sort only) and longer than `RUN` (runs merged), with repeated keys (stable)."""
-    from tieaware.kernels.groups import argsort_segments
-
-    rng = np.random.default_rng(len(segments))  # and long segments, merged over several passes
-    segments = [*segments, *(rng.choice([0.0, 1.0, 2.0], n).tolist() for n in (33, 64, 97, 300))]
-    keys = np.array([k for segment in segments for k in segment], np.float64)
-    offsets = np.cumsum([0, *map(len, segments)])
-    segment_of = np.repeat(np.arange(len(segments)), np.diff(offsets))
-    assert np.array_equal(argsort_segments(keys, offsets), np.lexsort((keys, segment_of)))
-
-
 def test_ranx_query_ids_cross_between_python_and_numba_whole():
     """Query ids are read out of ranx's typed dicts and handed back to them as code points: empty ids,
     ids holding NUL, 1-, 2- and 4-byte-kind ids and a lone surrogate come back equal, and are found
@@ -490,32 +476,6 @@ def test_ids_holding_nul_are_read_whole():
     qrels = {"q1": {"a\0b": 1, "a": 0}}
     run = {"q1": {"a": 0.5, "a\0b": 0.5, "a\0": 0.5}}
     assert _groups_of(ranked_lists(qrels, run)) == _brute_force_groups(qrels, run)
-
-
-@settings(max_examples=100, deadline=None)
-@given(ids=st.lists(st.text(alphabet=st.sampled_from("ab\u00e9\u20ac\U0001d11e\ufffd\ud8000"), max_size=8),
-                    max_size=12))
-def test_ids_found_at_their_nuls_hash_as_ids_with_known_bounds(ids):
-    """`_scan_ids` (the dict reader's pass over ids each followed by NUL) gives each id's bounds and
-    the `id_hash` that ids with known bounds get (judged ids, ranx's ids): ids of every length mod 3,
-    empty ids, 2- and 4-byte code points, a lone surrogate."""
-    from tieaware.kernels.groups import SEED, _scan_ids, id_hash
-
-    codes = np.frombuffer("".join(f"{i}\0" for i in ids).encode("utf-32-le", "surrogatepass"), np.uint32)
-    lo, hi, hashes = (np.empty(len(ids), dtype) for dtype in (np.int64, np.int64, np.uint64))
-    assert _scan_ids(codes, lo, hi, hashes, SEED)
-    ends = np.cumsum([len(i) + 1 for i in ids], dtype=np.int64) - 1
-    assert np.array_equal(hi, ends) and np.array_equal(lo, ends - [len(i) for i in ids])
-    assert hashes.tolist() == [int(id_hash(codes, a, b, SEED)) for a, b in zip(lo, hi)]
-
-
-@pytest.mark.parametrize("ids", [["a", "b\0"], ["\0"], ["a\0b", "c"], ["x", "\0y"]])
-def test_scan_ids_refuses_ids_holding_nul(ids):
-    """A NUL inside an id, at its start or end, in the last id or alone, leaves more NULs than ids."""
-    from tieaware.kernels.groups import SEED, _scan_ids
-
-    codes = np.frombuffer("".join(f"{i}\0" for i in ids).encode("utf-32-le"), np.uint32)
-    assert not _scan_ids(codes, *(np.empty(len(ids), dtype) for dtype in (np.int64, np.int64, np.uint64)), SEED)
 
 
 def test_ranx_qrels_beside_a_dict_run_read_in_chunks_on_a_worker(monkeypatch):
