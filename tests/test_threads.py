@@ -62,9 +62,10 @@ def test_threads_after_importing_ranx_match_sequential_calls():
         import ranx  # (sets numba.config.THREADING_LAYER = "workqueue")
         import numpy as np
         import tieaware
-        from tieaware import ranked_lists, threads
+        from tieaware import threads
+        from tieaware.readers import lists
 
-        threads.MIN_DOCS_PER_THREAD, ranked_lists.CHUNK_DOCS = 1, 500
+        threads.MIN_DOCS_PER_THREAD, lists.CHUNK_DOCS = 1, 500
         METRICS, ORDERS = {METRICS!r}, {ORDERS!r}
         qrels, run = tied_data()
         expected = {{order: {{name: r.per_query.sort_index().to_numpy() for name, r in
@@ -123,8 +124,9 @@ def test_numba_configuration_is_left_alone(import_ranx):
             import ranx  # noqa: F401
         layer, threads = numba.config.THREADING_LAYER, numba.config.NUMBA_NUM_THREADS
         import tieaware
-        from tieaware import ranked_lists, threads as reader_threads
-        reader_threads.MIN_DOCS_PER_THREAD, ranked_lists.CHUNK_DOCS = 1, 50  # threads even for this small run
+        from tieaware import threads as reader_threads
+        from tieaware.readers import lists
+        reader_threads.MIN_DOCS_PER_THREAD, lists.CHUNK_DOCS = 1, 50  # threads even for this small run
         qrels, run = tied_data(n_queries=5)
         for order in ("trec_eval", "ranx", "input"):
             tieaware.evaluate(qrels, run, ["ndcg@10", "map", "bpref"], oblivious=order, threads=2)
