@@ -13,7 +13,7 @@ def _numba_cache_per_xdist_worker() -> None:
     processes compiling different signatures at once can leave pointing one signature at the
     other's machine code: in a CI run, ranx.evaluate on ranx objects then returned 0.0 for most
     Cranfield queries. tieaware's own kernels are safe in a shared folder
-    (`tieaware.kernels.disk_cache`, tests/test_kernel_cache.py)."""
+    (`tieaware.kernels.disk_cache`, tests/kernels/test_kernel_cache.py)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
         return

@@ -110,7 +110,7 @@ def test_user_objects_are_not_mutated():
 
 
 def test_ranx_run_conversion_is_cached_per_object():
-    from tieaware.ranked_lists import ranked_lists
+    from tieaware.readers.pairs import ranked_lists
 
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN)
     assert ranked_lists(qrels, run) is ranked_lists(qrels, run)
@@ -123,7 +123,7 @@ def test_a_dropped_ranx_run_and_its_cached_conversion_are_freed():
     import gc
     import weakref
 
-    from tieaware.ranked_lists import ranked_lists
+    from tieaware.readers.pairs import ranked_lists
 
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN)
     tieaware.evaluate(qrels, run, ["ndcg@3", "P@2"], oblivious="ranx")  # reads the run's scores again
@@ -134,8 +134,9 @@ def test_a_dropped_ranx_run_and_its_cached_conversion_are_freed():
 
 
 def test_metrics_of_one_level_share_flags_that_the_cached_conversion_does_not_keep(monkeypatch):
+    from tieaware import engine
     from tieaware.kernels.families import common
-    from tieaware.ranked_lists import ranked_lists
+    from tieaware.readers.pairs import ranked_lists
 
     made = []
     real = common.gains
@@ -143,7 +144,7 @@ def test_metrics_of_one_level_share_flags_that_the_cached_conversion_does_not_ke
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN)
     shared = tieaware.evaluate(qrels, run, ["P@2", "recall@3", "map", "mrr", "P(rel=2)@2"])
     assert made == [1.0, 2.0]  # once per relevance level, not once per metric
-    assert all(not judged.shared_flags for judged in ranked_lists(qrels, run).judged.values())
+    assert all(not judged.shared_flags for judged in engine._KEPT[ranked_lists(qrels, run)].judged.values())
     for name, result in shared.items():  # each alone, as it would be computed without sharing
         assert tieaware.evaluate(QRELS, RUN, name).per_query.equals(result.per_query)
 

@@ -12,11 +12,11 @@ from reference import all_orderings, point_metric
 
 import tieaware
 from tieaware.datasets import cranfield
+from tieaware.engine import metric_stats
 from tieaware.errors import UnknownMetricError
-from tieaware.evaluation import metric_stats
 from tieaware.inputs import write_trec_run
 from tieaware.metrics import parse_metric
-from tieaware.ranked_lists import ranked_lists
+from tieaware.readers.pairs import ranked_lists
 
 NAMES = ["nDCG(judged_only=True)@3", "nDCG(judged_only=True)", "P(judged_only=True)@2", "P(rel=2,judged_only=True)@3",
          "AP(judged_only=True)", "AP(judged_only=True)@3", "RR(judged_only=True)", "Rprec(judged_only=True)",

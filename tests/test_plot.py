@@ -69,14 +69,22 @@ def test_missing_matplotlib_is_a_clear_import_error(monkeypatch):
 
 
 def test_no_import_cycle_between_comparison_and_plot():
-    """plot.py only draws: importing it loads nothing of comparison (which imports plot to draw)."""
+    """figures.py only draws: it imports nothing of comparison (which imports it to draw); tieaware.plot,
+    its public face, still serves the names that moved to comparison, with a warning."""
     import ast
     from pathlib import Path
 
+    import tieaware.figures as figures_module
     import tieaware.plot as plot_module
+    from tieaware.comparison import DEFAULT_KS, metric_at_k
 
-    tree = ast.parse(Path(plot_module.__file__).read_text())
+    tree = ast.parse(Path(figures_module.__file__).read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     assert "comparison" not in imported and not any(m.endswith(".comparison") for m in imported)
+    assert plot_module.plot_report is figures_module.plot_report
     with pytest.warns(DeprecationWarning, match="moved to tieaware.comparison"):
         assert plot_module.plot_at_k is plot_at_k
+    with pytest.warns(DeprecationWarning, match="moved to tieaware.comparison"):
+        assert (plot_module.metric_at_k, plot_module.DEFAULT_KS) == (metric_at_k, DEFAULT_KS)
+    with pytest.raises(AttributeError, match="no attribute 'absent'"):
+        plot_module.absent  # noqa: B018

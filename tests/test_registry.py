@@ -7,16 +7,13 @@ from pathlib import Path
 import pytest
 
 from tieaware.cli import _trec_eval_name
+from tieaware.engine import ir_measures_order
 from tieaware.metrics import markdown_table, parse_metric
-from tieaware.ranked_lists import ir_measures_order
 from tieaware.registry import FAMILIES, NAMES, TREC_DEFAULT_CUTOFFS, TREC_GROUPS, TREC_PRINT_ORDER, family
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tieaware"
 #: collections naming several families outside the registry, each with why it stays where it is
-ALLOWED = {
-    # torchmetrics' tie order per family: the reader layer's (issue 30, engine), not moved here yet
-    ("ranked_lists.py", "torchmetrics_order"),
-}
+ALLOWED: set[tuple[str, str]] = set()
 
 
 def test_the_docs_metric_table_has_a_row_per_family_and_gain():

@@ -62,9 +62,10 @@ def test_threads_after_importing_ranx_match_sequential_calls():
         import ranx  # (sets numba.config.THREADING_LAYER = "workqueue")
         import numpy as np
         import tieaware
-        from tieaware import ranked_lists, threads
+        from tieaware import threads
+        from tieaware.readers import lists
 
-        threads.MIN_DOCS_PER_THREAD, ranked_lists.CHUNK_DOCS = 1, 500
+        threads.MIN_DOCS_PER_THREAD, lists.CHUNK_DOCS = 1, 500
         METRICS, ORDERS = {METRICS!r}, {ORDERS!r}
         qrels, run = tied_data()
         expected = {{order: {{name: r.per_query.sort_index().to_numpy() for name, r in
@@ -123,8 +124,9 @@ def test_numba_configuration_is_left_alone(import_ranx):
             import ranx  # noqa: F401
         layer, threads = numba.config.THREADING_LAYER, numba.config.NUMBA_NUM_THREADS
         import tieaware
-        from tieaware import ranked_lists, threads as reader_threads
-        reader_threads.MIN_DOCS_PER_THREAD, ranked_lists.CHUNK_DOCS = 1, 50  # threads even for this small run
+        from tieaware import threads as reader_threads
+        from tieaware.readers import lists
+        reader_threads.MIN_DOCS_PER_THREAD, lists.CHUNK_DOCS = 1, 50  # threads even for this small run
         qrels, run = tied_data(n_queries=5)
         for order in ("trec_eval", "ranx", "input"):
             tieaware.evaluate(qrels, run, ["ndcg@10", "map", "bpref"], oblivious=order, threads=2)
@@ -230,3 +232,30 @@ def test_submit_started_returns_once_the_worker_runs_the_call():
         finally:
             release.set()
         assert future.result() == 42
+
+
+@pytest.mark.parametrize("workers", [0, 1, 3])
+def test_pipelined_hands_each_call_over_before_the_one_that_reuses_its_place(workers):
+    """`threads.pipelined` yields results in call order; when call i's result is yielded, at most
+    `workers` calls beyond it have been prepared (so memory holds `workers` + 1 chunks and call
+    i + `workers` may take call i's scratch), and all of them while the earlier calls ran."""
+    import numba
+
+    from tieaware import threads
+
+    @numba.njit(nogil=True)
+    def square(x):
+        return x * x
+
+    prepared = []
+
+    def calls():
+        for i in range(8):
+            prepared.append(i)
+            yield (np.int64(i),)
+
+    seen = []
+    for i, result in enumerate(threads.pipelined(square, calls(), workers)):
+        assert len(prepared) == min(i + workers + 1, 8), (i, len(prepared))
+        seen.append(int(result))
+    assert seen == [i * i for i in range(8)]

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tieaware import evaluate, evaluation, read_trec_qrels, read_trec_run, streaming, trec_files
+from tieaware import evaluate, read_trec_qrels, read_trec_run, streaming, trec_files
 from tieaware.cli import main
 from tieaware.errors import InputError
 
@@ -299,14 +299,14 @@ def test_cli_reads_a_run_once_chunk_by_chunk_with_the_in_memory_numbers(plain, t
     writer.start()
     expected = float(evaluate(qrels, run, "map"))
     chunks = []
-    per_query_tables = evaluation.per_query_tables
+    per_query_tables = streaming.per_query_tables
 
     def counting(qrels, run, *args, **kwargs):
         chunks.append(len(run.query_ids))
         return per_query_tables(qrels, run, *args, **kwargs)
 
     monkeypatch.setattr(streaming, "CHUNK_DOCS", 200)
-    monkeypatch.setattr(evaluation, "per_query_tables", counting)
+    monkeypatch.setattr(streaming, "per_query_tables", counting)
     assert main(["eval", str(qrels), str(fifo), "-m", "map", "-m", "runid", "-o", "trec", "--digits", "10"]) == 0
     writer.join()
     out = capsys.readouterr().out

@@ -96,7 +96,7 @@ def arrays_to_dicts(indexes: ArrayInput, preds: ArrayInput, target: ArrayInput, 
     idx, scores, grades = _checked(indexes, preds, target)
     n = idx.size
     if torch_order:
-        from .ranked_lists import torch_module
+        from .readers.lists import torch_module
 
         torch = torch_module()
         row_order = torch.sort(torch.tensor(idx, dtype=torch.long)).indices.numpy()

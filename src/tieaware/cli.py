@@ -460,7 +460,7 @@ def cmd_compare(args) -> int:
         raise InputError(f"{' and '.join(lines)} are lines of `tieaware eval -o trec` only.")
     check_outputs([args.plot], [args.qrels, *args.runs])
     if args.plot:
-        from .plot import check_image_path
+        from .figures import check_image_path
 
         check_image_path(args.plot)
     qrels, runs = _shared_runs(args.qrels, args.runs, "compare")
@@ -504,7 +504,7 @@ def cmd_ties(args) -> int:
 # --------------------------------------------------------------------- plot
 def cmd_plot(args) -> int:
     from .comparison import plot_at_k
-    from .plot import check_image_path
+    from .figures import check_image_path
 
     check_outputs([args.out], [args.qrels, *args.runs])
     check_image_path(args.out)

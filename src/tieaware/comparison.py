@@ -21,6 +21,7 @@ from tabulate import tabulate
 from .display import progress
 from .errors import InputError, UnknownMetricError
 from .evaluation import evaluate
+from .figures import check_image_path, plot_report
 from .inputs import file_stem, is_ranx_run, load_qrels, load_run
 from .metrics import metric_keys, parse_metric
 from .outputs import atomic_output
@@ -299,9 +300,7 @@ class ComparisonReport(RanxReport):  # type: ignore[misc]  # ranx ships no types
         return "\n".join(lines)
 
     def plot(self, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> Figure:
-        """Metric@k curves of every run (see `tieaware.plot.plot_report`)."""
-        from .plot import plot_report
-
+        """Metric@k curves of every run (see `tieaware.figures.plot_report`)."""
         return plot_report(self, path, **kwargs)
 
     def __str__(self) -> str:
@@ -468,7 +467,7 @@ def plot_at_k(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike],
               ks: Iterable[int] = DEFAULT_KS, path: str | os.PathLike[str] | None = None, *,
               oblivious: str = "trec_eval", relevance_level: int = 1, make_comparable: bool = False,
               title: str | None = None, dpi: int = 150) -> Figure:
-    """`compare_at_k`, drawn by `tieaware.plot.plot_report` (E[M] against k per run, the [min, max]
+    """`compare_at_k`, drawn by `tieaware.figures.plot_report` (E[M] against k per run, the [min, max]
     band over tie orders and the oblivious values); saved to ``path`` when given.
 
     Returns:
@@ -477,8 +476,6 @@ def plot_at_k(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike],
     Raises:
         InputError: ``path``'s suffix names no format matplotlib writes, before anything is evaluated.
     """
-    from .plot import check_image_path, plot_report
-
     if path is not None:
         check_image_path(path)
     report = compare_at_k(qrels, runs, metric, ks, oblivious=oblivious, relevance_level=relevance_level,

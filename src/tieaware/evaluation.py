@@ -1,7 +1,6 @@
 """`evaluate`: a drop-in for ``ranx.evaluate`` that reports what tie order does."""
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import warnings
@@ -9,41 +8,13 @@ import warnings
 import numpy as np
 
 from .arguments import check_oblivious, is_count, is_finite
-from .errors import InputError, QueryValueError
-from .inputs import QrelsLike, RunLike, is_ranx_qrels, is_ranx_run, load_qrels, load_run, without_identical_ids
-from .kernels.families import Judged, family_stats
-from .metrics import MetricsLike, MetricSpec, metric_keys, parse_metrics
+from .engine import per_query_tables
+from .errors import InputError
+from .inputs import QrelsLike, RunLike, is_ranx_run
+from .metrics import MetricsLike, metric_keys, parse_metrics
 from .outputs import check_outputs
-from .ranked_lists import TIE_AVERAGED_NDCG, RankedLists, ranked_lists, tool_order
 from .report import EvaluationReport, MetricResult
 from .threads import limited
-
-
-def tie_order(spec: MetricSpec, oblivious: str) -> str:
-    """The order inside tie groups (`TIE_ORDERS`) that tool `oblivious` uses for this metric."""
-    return tool_order(oblivious, spec.family, spec.k)
-
-
-def judged_lists(lists: RankedLists, order: str = "trec_eval") -> Judged:
-    """The arrays every metric family reads, with `order` (one of `TIE_ORDERS`) as the tool's tie order."""
-    return Judged.build(lists.n_ret, lists.n_groups, lists.mem_offsets, lists.grp_above, lists.grp_size,
-                        lists.grp_mem_start, lists.grp_mem_end, lists.mem_rel, lists.tool_rank(order),
-                        lists.qrel_offsets, lists.qrel_rel)
-
-
-def metric_stats(lists: RankedLists | Judged, spec: MetricSpec, oblivious: str = "trec_eval") -> np.ndarray:
-    """Per-query (E, Var, min, max, oblivious) of one metric: array (Q, 5).
-
-    Dispatches on ``spec.family`` (`tieaware.registry.FAMILIES`); a `Judged`
-    (from `judged_lists`) already carries its tie order, and ``oblivious`` is then ignored.
-    """
-    if spec.judged_only:
-        raise InputError(f"{spec.name}: judged_only removes documents from the run; evaluate it with "
-                         "tieaware.evaluate (per_query_tables), not on ranked lists built from the whole run.")
-    judged = lists if isinstance(lists, Judged) else judged_lists(lists, tie_order(spec, oblivious))
-    if spec.grade_map is not None:
-        judged = judged.regraded(dict(spec.grade_map))
-    return family_stats(spec.family, judged, spec)
 
 
 def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: bool = True,
@@ -92,12 +63,12 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             ``Run.from_df``, whose ties are ordered unlike a dict's),
             "input" (first given first), or "ir_measures" (its default pipeline: trec_eval's
             order, except doc id ascending for RR@k and Judged@k and input order for RBP;
-            see `tieaware.ranked_lists.ir_measures_order`), "sentence_transformers" (its
+            see `tieaware.engine.ir_measures_order`), "sentence_transformers" (its
             InformationRetrievalEvaluator: score desc, doc id ascending),
             "sentence_transformers_reranking" (its CrossEncoderRerankingEvaluator's MRR and
-            nDCG; see `tieaware.ranked_lists.tool_order`), "mteb" (trec_eval's
+            nDCG; see `tieaware.engine.tool_order`), "mteb" (trec_eval's
             order) or "torchmetrics" (its retrieval metrics on the CPU, each metric's own torch
-            operation; see `tieaware.ranked_lists.torchmetrics_order`).
+            operation; see `tieaware.engine.torchmetrics_order`).
         relevance_level: judgments >= this are relevant unless the name sets its own.
         stream: for a TREC run file larger than memory: read it in chunks of whole queries
             (True: 1,000 queries or about 65,536 documents a chunk; an int: that many queries), so
@@ -151,6 +122,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
                       stacklevel=2)
     if save_results_in_run:
         _save_in_run(run, results, return_std)
+    out: dict
     if not return_mean:
         out = {name: r.per_query_values("expected") for name, r in results.items()}
     elif return_std:
@@ -160,82 +132,12 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
     return next(iter(out.values())) if single else out
 
 
-def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str,
-                     ignore_identical_ids: bool = False, from_file: bool | None = None):
-    """(query ids, {metric name: per-query table (Q, 5), `metric_stats`' columns}) of one qrels/run
-    pair held in memory (`from_file`: as `ranked_lists`), or of a run already read into `RankedLists`
-    (by `streaming` from a file). The tables are read-only: they are cached
-    with a ranx Run's conversion. ``ignore_identical_ids``: BEIR's convention
-    (`tieaware.inputs.without_identical_ids`)."""
-    if ignore_identical_ids:
-        run = without_identical_ids(run)
-    if any(spec.judged_only for spec in specs):
-        return _with_judged_only(qrels, run, specs, make_comparable, oblivious)
-    lists = run if isinstance(run, RankedLists) else ranked_lists(qrels, run, make_comparable, from_file)
-    tables = {}
-    this_call = {}  # per tie order, the kept `Judged` with flags shared by this call's metrics only
-    for spec in specs:
-        if oblivious == "sentence_transformers_reranking" and spec.family == "ap":
-            raise InputError(f"{spec.name}: sentence-transformers' reranking MAP is sklearn's average_precision_score, "
-                             "which gives tied relevant documents the precision at their group's end: no tie "
-                             "order gives it (TieAwareRerankingEvaluator reports it beside E[AP]).")
-        averaged = oblivious in TIE_AVERAGED_NDCG and spec.family == "ndcg"  # the tool's nDCG is E[nDCG]
-        order = "input" if averaged else tie_order(spec, oblivious)
-        key = (dataclasses.replace(spec, name=""), order, averaged)
-        if key not in lists.stats:  # kept with the lists: a cached ranx Run evaluated again reuses them
-            if order not in this_call:
-                if order not in lists.judged:
-                    lists.judged[order] = judged_lists(lists, order)
-                this_call[order] = dataclasses.replace(lists.judged[order], shared_flags={})
-            stats = _finite_stats(lists, this_call[order], spec)
-            if averaged:
-                stats[:, 4] = stats[:, 0]
-            stats.setflags(write=False)
-            lists.stats[key] = stats
-        tables[spec.name] = lists.stats[key]
-    return lists.query_ids, tables
-
-
-def _with_judged_only(qrels, run, specs: list[MetricSpec], make_comparable: bool, oblivious: str):
-    """`per_query_tables` of specs some of which are ``judged_only`` (ir_measures' parameter, trec_eval's
-    -J): those are computed on the run without its unjudged documents (a new dict, the query set and
-    order kept), the others on the run as given."""
-    qrels = load_qrels(qrels)
-    qrels = qrels.to_dict() if is_ranx_qrels(qrels) else qrels
-    run = load_run(run)
-    judged_run = {q: {d: s for d, s in docs.items() if d in qrels.get(q, ())}
-                  for q, docs in (run.to_dict() if is_ranx_run(run) else run).items()}
-    plain = [spec for spec in specs if not spec.judged_only]
-    only = [dataclasses.replace(spec, judged_only=False) for spec in specs if spec.judged_only]
-    query_ids, tables = per_query_tables(qrels, judged_run, only, make_comparable, oblivious)
-    if plain:
-        plain_ids, plain_tables = per_query_tables(qrels, run, plain, make_comparable, oblivious)
-        assert plain_ids == query_ids  # the same queries in the same order: only documents were removed
-        tables.update(plain_tables)
-    return query_ids, {spec.name: tables[spec.name] for spec in specs}
-
-
 def _check_arguments(oblivious, relevance_level, threads) -> None:
     check_oblivious(oblivious)
     if not is_finite(relevance_level):
         raise InputError(f"relevance_level must be a finite number, got {relevance_level!r}.")
     if not is_count(threads):
         raise InputError(f"threads must be an integer >= 0 (0: all CPUs), got {threads!r}.")
-
-
-def _finite_stats(lists: RankedLists, judged: Judged, spec: MetricSpec) -> np.ndarray:
-    """`metric_stats`, naming the query id of a family's `QueryValueError`, and refusing a non-finite
-    value (no mean may skip a query silently)."""
-    try:
-        stats = metric_stats(judged, spec)
-    except QueryValueError as error:
-        raise InputError(f"{spec.name}: query {lists.query_ids[error.query]!r} {error.reason}") from None
-    bad = np.flatnonzero(~np.isfinite(stats).all(axis=1))
-    if bad.size:
-        raise InputError(f"{spec.name} is not finite for query {lists.query_ids[bad[0]]!r} ({bad.size} queries): "
-                         "the gains overflow float64 (e.g. 2^grade - 1 for grades >= 1024 in *_burges); "
-                         "use smaller grades or a linear gain.")
-    return stats
 
 
 def _query_std(values: np.ndarray) -> float:

@@ -53,7 +53,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from operator import attrgetter
 from pathlib import Path
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 from .errors import InputError
 from .raw_files import DECOMPRESSION_ERRORS as _DECOMPRESSION_ERRORS
@@ -61,10 +61,14 @@ from .raw_files import STDIN as _STDIN
 from .raw_files import checked_path as _checked_path
 from .raw_files import open_binary as _open_binary
 
+if TYPE_CHECKING:
+    import pandas as pd
+    import ranx
+
 #: Anything `load_qrels` accepts: a ranx ``Qrels``, ``{qid: {docid: grade}}``, a path, a DataFrame, records.
-QrelsLike = Union["ranx.Qrels", Mapping, str, os.PathLike, "pd.DataFrame", Iterable]  # noqa: F821
+QrelsLike = Union["ranx.Qrels", Mapping, str, os.PathLike, "pd.DataFrame", Iterable]
 #: Anything `load_run` accepts: a ranx ``Run``, ``{qid: {docid: score}}``, a path, a DataFrame, records.
-RunLike = Union["ranx.Run", Mapping, str, os.PathLike, "pd.DataFrame", Iterable]  # noqa: F821
+RunLike = Union["ranx.Run", Mapping, str, os.PathLike, "pd.DataFrame", Iterable]
 
 _EXPECTED = {"run": "a run is {query_id: {doc_id: score}} with numbers as scores",
              "qrels": "qrels are {query_id: {doc_id: relevance}} with numbers as grades"}
@@ -85,7 +89,7 @@ def is_ranx_run(obj) -> bool:
     return ranx is not None and isinstance(obj, ranx.Run)
 
 
-def _is_dataframe(obj) -> bool:
+def is_dataframe(obj) -> bool:
     pd = sys.modules.get("pandas")
     return pd is not None and isinstance(obj, pd.DataFrame)
 
@@ -742,7 +746,7 @@ def _load(obj, kind: str, doc_ids: bool = True):
         return _checked_mapping(obj, kind, f"{kind} dict", doc_ids)
     if isinstance(obj, (str, os.PathLike)):
         return _from_file(_checked_path(obj, kind), kind)
-    if _is_dataframe(obj):
+    if is_dataframe(obj):
         return _from_dataframe(obj, kind)
     if isinstance(obj, io.IOBase) or hasattr(obj, "read") and hasattr(obj, "readline"):
         return _from_file_object(obj, kind)

@@ -5,7 +5,7 @@ use, so this module and ``import tieaware`` stay free of numba), the names users
 ranx, trec_eval and ir_measures syntax with ir_measures' parameters, trec_eval's base names and
 default cutoffs, the tie order ir_measures applies to it and the metric ``tieaware warmup`` compiles
 it with. The parser (`tieaware.metrics`), ``tieaware eval --list-metrics``, the metric table of
-docs/evaluate.md, warmup, the CLI's trec_eval names and `ranked_lists.ir_measures_order` read it.
+docs/evaluate.md, warmup, the CLI's trec_eval names and `engine.ir_measures_order` read it.
 """
 from __future__ import annotations
 
@@ -116,6 +116,10 @@ class Family:
             judged provider's (-score, doc id) ("docid_ascending") for Judged@k.
         ir_measures_order_at_k: the same with a cutoff, where it differs (RR@k: the msmarco provider,
             doc id ascending); None: as without one.
+        torchmetrics_op: the torch operation torchmetrics' (1.x) retrieval metric ranks with on the CPU,
+            whose tie order `RankedLists.tool_rank` reproduces: ``preds.topk(min(k, n), sorted=True)``
+            ("torch_topk") for RR, AP and precision, ``torch.argsort(preds, descending=True)``
+            ("torch_argsort") for the others.
         aggregate: how per-query values combine: "mean", or "sum" (trec_eval's counts).
         trec_depth: trec_eval's ``-M N`` counts it over the top N documents (``num_ret.N``).
     """
@@ -129,6 +133,7 @@ class Family:
     trec_cutoffs: tuple[int, ...] = ()
     ir_measures_order: str = "trec_eval"
     ir_measures_order_at_k: str | None = None
+    torchmetrics_op: str = "torch_argsort"
     aggregate: str = "mean"
     trec_depth: bool = False
 
@@ -179,7 +184,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
         _ranx("precision", description=_TOP),
         _trec("P", cutoff="required", description=_TOP),
         _irm("P", cutoff="required", params=(REL, JUDGED_ONLY), aliases=("Precision",), description=_TOP),
-    ), trec_cut="P", trec_cutoffs=_TREC_CUTOFFS),
+    ), trec_cut="P", trec_cutoffs=_TREC_CUTOFFS, torchmetrics_op="torch_topk"),
     Family("recall", "hits.recall", "recall@2", (
         _ranx("recall", description=_RECALL),
         _trec("recall", cutoff="required", description=_RECALL),
@@ -195,13 +200,13 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
         _ranx("mrr", description=_RR),
         _trec("recip_rank", cutoff="no", description=_RR),
         _irm("RR", params=(REL, JUDGED_ONLY), aliases=("MRR",), description=_RR),
-    ), trec="recip_rank", ir_measures_order_at_k="docid_ascending"),
+    ), trec="recip_rank", ir_measures_order_at_k="docid_ascending", torchmetrics_op="torch_topk"),
     Family("ap", "ap.ap", "map@3", (
         _ranx("map", description=_AP),
         _trec("map", cutoff="no", description=_AP),
         _trec("map_cut", cutoff="required", description="average precision at k (divides by R)"),
         _irm("AP", params=(REL, JUDGED_ONLY), aliases=("MAP",), description=_AP),
-    ), trec="map", trec_cut="map_cut", trec_cutoffs=_TREC_CUTOFFS),
+    ), trec="map", trec_cut="map_cut", trec_cutoffs=_TREC_CUTOFFS, torchmetrics_op="torch_topk"),
     Family("dcg", "dcg.dcg", "dcg_burges@3", (
         _ranx("dcg", gain="linear", description="discounted cumulative gain, gain = grade"),
         _ranx("dcg_burges", gain="exp", description="discounted cumulative gain, gain = 2^grade - 1"),

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 PER_QUERY_COLUMNS = ["expected", "oblivious", "min", "max", "range", "bias", "variance"]
-#: the columns of the metric kernels' per-query tables (`tieaware.evaluation.metric_stats`)
+#: the columns of the metric kernels' per-query tables (`tieaware.engine.metric_stats`)
 KERNEL_COLUMNS = ["expected", "variance", "min", "max", "oblivious"]
 SUMMARY_COLUMNS = ["expected", "oblivious", "min", "max", "range", "bias", "tie_std"]
 

@@ -32,13 +32,14 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from .arguments import is_count
+from .engine import per_query_tables
 from .errors import InputError, QueryMismatchError
 from .inputs import FORMAT_NAMES, file_format, is_ranx_qrels, load_qrels, put_value
 from .kernels import trec as trec_kernels
 from .metrics import parse_metric, parse_metrics
 from .outputs import atomic_output, check_utf8_ids
-from .ranked_lists import from_columns
 from .raw_files import checked_path
+from .readers.columns import from_columns
 from .report import KERNEL_COLUMNS, PER_QUERY_COLUMNS, EvaluationReport, MetricResult
 from .trec_files import TrecFile
 
@@ -246,13 +247,11 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
                     ignore_identical_ids: bool = False) -> Streamed:
     """The per-query tables of a TREC run file (a path, a FIFO or ``-``) read once, chunk by chunk.
 
-    Same query order, values and errors as the in-memory path (`evaluation.per_query_tables`), except
+    Same query order, values and errors as the in-memory path (`engine.per_query_tables`), except
     that ``drop_extra`` leaves the run's queries without qrels out (named in ``extra``) instead of
     raising (the error for qrels queries the run lacks still names both). A run from a pipe must be
     grouped by query (it cannot be read a second time).
     """
-    from .evaluation import per_query_tables
-
     if not isinstance(run, (str, os.PathLike)):
         raise InputError(f"stream=True reads a TREC run file; got a {type(run).__name__} (evaluate it in memory).")
     chunk_docs = CHUNK_DOCS if chunk_queries is None else None

@@ -1,8 +1,8 @@
 """Running ``nogil`` kernels on several threads over disjoint ranges of queries.
 
-The reader of Python dicts (`tieaware.ranked_lists`) calls kernels compiled
+The reader of Python dicts (`tieaware.readers.dicts`) calls kernels compiled
 with ``nogil=True``, so plain Python threads run them on several cores (the
-readers of ranx objects, `tieaware.ranx_reader`, hold the GIL on typed dicts that
+readers of ranx objects, `tieaware.readers.typed_dicts`, hold the GIL on typed dicts that
 other threads may change, so their ranges run one at a time); no numba threading layer is involved
 (its ``workqueue`` layer aborts the process when two threads enter it at once).
 Each range writes its own part of the outputs, and the parts are joined in query
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -25,7 +26,7 @@ from contextvars import ContextVar
 import numpy as np
 from numba import config
 
-#: a range is not split below this many documents: a thread costs ~0.1 ms to start
+#: a range is not split below this many documents: below it, starting a thread costs more than it saves
 MIN_DOCS_PER_THREAD = 1 << 16
 
 
@@ -63,7 +64,7 @@ def query_ranges(offsets: np.ndarray) -> list[tuple[int, int]]:
 def compiled_here(kernel, args: tuple) -> None:
     """Compile `kernel` for `args`, or load it from the disk cache, on the calling thread. numba does
     it on the first call, in whichever thread makes it; code loaded on a worker thread lives in that
-    thread's malloc arena instead of the main heap (+3 MB peak memory evaluating ranx objects, 10k x 1k)."""
+    thread's malloc arena instead of the main heap, which raises peak memory."""
     kernel.compile(tuple(map(kernel.typeof_pyval, args)))
 
 
@@ -71,8 +72,8 @@ def submit_started(pool: ThreadPoolExecutor, kernel, args: tuple) -> Future:
     """``pool.submit(kernel, *args)``, returning once a worker has started the call (or the future is
     done: cancelled, say). A worker needs the GIL to start a kernel (to pass it its arguments);
     while the calling thread holds the GIL in long C calls (``str.join``, ``struct.pack_into``) the
-    worker waits for it up to the interpreter's switch interval, 5 ms, longer than a chunk's kernel
-    takes (10k x 1k: evaluate from dicts takes 0.59 s without this wait, 0.35 s with it)."""
+    worker waits for it up to the interpreter's switch interval (``sys.getswitchinterval``), often
+    longer than a chunk's kernel takes."""
     started = threading.Event()
 
     def call():
@@ -83,6 +84,33 @@ def submit_started(pool: ThreadPoolExecutor, kernel, args: tuple) -> Future:
     while not started.wait(0.05) and not future.done():
         pass
     return future
+
+
+def pipelined(kernel, calls: Iterable[tuple], workers: int) -> Iterator:
+    """``kernel(*args)`` for each ``args`` of `calls`, yielded in order, with up to `workers` calls
+    running on worker threads while this thread prepares the next arguments (`calls` is consumed here,
+    lazily: a reader fills the next chunk holding the GIL while the kernels, which release it, group
+    the chunks before). 0 workers: every call on this thread.
+
+    One handover rule: the arguments of call i + `workers` are prepared while calls i .. i + `workers`
+    - 1 run, and call i's result is yielded (and handled by the caller) before call i + `workers` is
+    started, so a caller may give call i + `workers` the scratch of call i, and memory holds at most
+    `workers` + 1 chunks. The kernel is compiled for the first arguments on this thread
+    (`compiled_here`)."""
+    if workers <= 0:
+        for args in calls:
+            yield kernel(*args)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: deque[Future] = deque()
+        for i, args in enumerate(calls):
+            if i == 0:
+                compiled_here(kernel, args)
+            if len(pending) == workers:
+                yield pending.popleft().result()
+            pending.append(submit_started(pool, kernel, args))
+        while pending:
+            yield pending.popleft().result()
 
 
 def map_kernel(kernel, calls: Sequence[tuple]) -> list:

@@ -10,7 +10,7 @@ import pandas as pd
 from .arguments import is_count
 from .errors import InputError
 from .kernels.census import census_table
-from .ranked_lists import run_scores
+from .readers.pairs import run_scores
 from .registry import DEFAULT_KS
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ second). A CI image or a container can pay that once at build time with
 ``tieaware warmup`` (or ``python -c "import tieaware; tieaware.warmup()"``), run
 as the user and with the ``NUMBA_CACHE_DIR`` the tests will have.
 
-Readers of ranx ``Run``/``Qrels`` objects (`tieaware.ranx_reader`) are left out:
+Readers of ranx ``Run``/``Qrels`` objects (`tieaware.readers.typed_dicts`) are left out:
 numba specialises them on the width of each run's document ids, so they compile
 on first use with the real data.
 """
@@ -117,7 +117,7 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict[str, Any]:
     modules: dict[str, Any] = {}
     step("import numba and the kernels", lambda: modules.update(
         evaluation=import_module("tieaware.evaluation"), tie_census=import_module("tieaware.tie_census"),
-        ranked_lists=import_module("tieaware.ranked_lists")))
+        ranked_lists=import_module("tieaware.readers.pairs")))
     dispatchers = _dispatchers()
     before = _cache_counts(dispatchers)
     evaluate = modules["evaluation"].evaluate

@@ -30,7 +30,7 @@ ir_measures is patched. Queries follow ir_measures: a query in the qrels but not
 in the run scores 0 (no spread), a run query without qrels is ignored.
 
 ``Bias`` compares with ir_measures' own value by default (``oblivious="ir_measures"``:
-its tie order for that measure, see `tieaware.ranked_lists.ir_measures_order`);
+its tie order for that measure, see `tieaware.engine.ir_measures_order`);
 ``Bias(nDCG@10, oblivious="trec_eval")`` compares with trec_eval / pytrec_eval.
 One caveat: for RBP, whose ir_measures order is the input order, the order seen
 here is the one the runtime provider hands over (the run sorted by query and
@@ -82,7 +82,7 @@ class TieAwareMeasure(Measure):
         measure: an ir_measures measure (``nDCG@10``) or a metric name in any syntax tieaware reads
             (``"ndcg_cut_10"``).
         oblivious: whose tie order gives the tool's value (`Bias`): one of
-            `tieaware.ranked_lists.OBLIVIOUS_ORDERS`, default ``"ir_measures"``.
+            `tieaware.registry.OBLIVIOUS_ORDERS`, default ``"ir_measures"``.
 
     Raises:
         InputTypeError: ``measure`` is neither a measure nor a string.

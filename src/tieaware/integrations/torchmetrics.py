@@ -12,7 +12,7 @@ process's rows before ``compute`` and each process gets the result on all the da
 name into characters every common logger accepts (``@`` becomes ``_at_``), so the dict
 can go to Lightning's ``log_dict`` as it is. With ``oblivious="torchmetrics"``, ``.../oblivious``
 is the number torchmetrics' own retrieval metric gives on the same rows on the CPU (its tie order,
-`tieaware.ranked_lists.torchmetrics_order`), where its conventions agree with tieaware's.
+`tieaware.engine.torchmetrics_order`), where its conventions agree with tieaware's.
 
 As in torchmetrics, every row is a retrieved and judged document: a query's relevant
 documents are its rows with target > 0, and a query without any scores 0 (torchmetrics'

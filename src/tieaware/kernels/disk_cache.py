@@ -22,7 +22,7 @@ numba issue #10128 for the same race in gufuncs.
   platform has it), so concurrent compiles do not drop each other's entries.
 
 numba also stamps a function's cache with its own source file only, while a kernel
-inlines kernels of other modules (`groups.query_groups` into `ranx_reader.group_chunk`):
+inlines kernels of other modules (`groups.query_groups` into `readers.typed_dicts.group_chunk`):
 after an edit of, or an update to, those modules it would load the old machine code.
 `VerifiedFunctionCache` adds the size and time of every module of `tieaware.kernels`
 to the stamp.

@@ -20,8 +20,8 @@ places each score among the m judged scores through 8m equal-width buckets of
 their range (no branch on the data but in a bucket holding several judged scores,
 searched by bisection). Cost O(n + m log m) per query for n retrieved documents
 (O(n log m) at worst, scores crowded in one bucket), instead of O(n log n).
-`read_chunk` runs it over many queries of Python dicts (`tieaware.ranked_lists`);
-`tieaware.ranx_reader` over ranx's typed dicts. Both fill the same outputs, so
+`read_chunk` runs it over many queries of Python dicts (`tieaware.readers.dicts`);
+`tieaware.readers.typed_dicts` over ranx's typed dicts. Both fill the same outputs, so
 group slots of query q start at its first judged member's index.
 
 Kernels (`tieaware.kernels.kernel`) take int64/uint32/float64 arrays, use no numba threading
@@ -32,6 +32,7 @@ called only from other kernels get no Python wrapper (`tieaware.kernels.INNER`),
 is inlined into its two callers, and `scratch` is plain numpy.
 """
 import secrets
+from typing import NamedTuple
 
 import numpy as np
 from numba import types
@@ -47,7 +48,59 @@ ODD = np.uint64(0x100000001B3)  # FNV's prime: the fingerprint's polynomial base
 _MIX = np.uint64(0xFF51AFD7ED558CCD)  # murmur3's fmix64 multipliers
 _MIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: multiplicative hashing
-RUN = 32  # `_sort_members` sorts runs of this many members by insertion before merging
+RUN = 32  # `_merge_sort` sorts runs of this many elements by insertion before merging
+
+
+class Scratch(NamedTuple):
+    """Per-query work arrays of `query_groups` (`scratch`), for up to n documents and m judgments."""
+
+    table: np.ndarray  #: (>= 8m,) open-addressing table of judged ids (`_find_judged`)
+    key_hash: np.ndarray  #: (m,) each judged id's `id_hash`
+    key_doc: np.ndarray  #: (m,) the retrieved document of each judged id, or -1; then the members' compacted
+    doc_member: np.ndarray  #: (n,) each document's member index, or -1 (kept at -1 between queries)
+    mem_doc: np.ndarray  #: (m,) each member's document, best-first
+    by_id: np.ndarray  #: (m,) member indices sorted best-first, then by id inside each group
+    tmp: np.ndarray  #: (m,) the merge sort's buffer
+    passed: np.ndarray  #: (2m + 1,) per group, documents passed by its members' ids (`passed_cell`)
+    distinct: np.ndarray  #: (m + 1,) the groups' scores, descending, and NaN after the last
+    bucket_start: np.ndarray  #: (8m + 2,) `_bucket_starts`
+    gaps: np.ndarray  #: (2m + 2,) per group, documents above it and in it (`gap_cell`)
+    in_group: np.ndarray  #: (n,) the documents in a judged group, in input order
+    in_slot: np.ndarray  #: (n,) and their groups
+    grade: np.ndarray  #: (m,) the found members' judgments, before sorting
+
+
+class GroupArrays(NamedTuple):
+    """What `query_groups` writes: per judged member and per group slot (`readers.lists.RankedLists`
+    holds them under the same names)."""
+
+    mem_rel: np.ndarray  #: each member's judgment
+    mem_index: np.ndarray  #: its index in its query's input order
+    mem_input_rank: np.ndarray  #: its rank inside its group in input order
+    mem_trec_rank: np.ndarray  #: and in trec_eval's order (documents of the group with a greater id)
+    grp_above: np.ndarray  #: per group slot: documents with a higher score
+    grp_size: np.ndarray  #: documents with its score, judged or not
+    grp_mem_start: np.ndarray  #: where its members start
+    grp_mem_end: np.ndarray  #: and end
+
+
+class ByKey(NamedTuple):
+    """Sort order of `_merge_sort`: element x before y when keys[x] < keys[y]."""
+
+    keys: np.ndarray
+
+
+class ByMember(NamedTuple):
+    """Sort order of `_merge_sort` over members (`_member_before`)."""
+
+    by_id: np.bool_
+    docs: np.ndarray
+    grades: np.ndarray
+    scores: np.ndarray
+    doc_key: np.ndarray
+    codes: np.ndarray
+    id_lo: np.ndarray
+    id_hi: np.ndarray
 
 
 def group_slots(n_groups: np.ndarray, mem_offsets: np.ndarray) -> np.ndarray:
@@ -192,32 +245,46 @@ def _first_at_or_below(distinct, lo, hi, s):
 
 
 @kernel(inline="always")
-def _before(by_id, x, y, docs, grades, scores, doc_key, codes, id_lo, id_hi):
-    """Whether member x sorts before member y: by document id ascending (``by_id``), else best-first
-    (score descending, judgment descending, input order)."""
-    a, b = docs[x], docs[y]
-    if by_id:
-        if doc_key[a] != doc_key[b]:
-            return doc_key[a] < doc_key[b]
-        return compare_ids(codes, id_lo[a], id_hi[a], codes, id_lo[b], id_hi[b]) < 0
-    if scores[a] != scores[b]:
-        return scores[a] > scores[b]
-    if grades[x] != grades[y]:
-        return grades[x] > grades[y]
+def _member_before(order, x, y):
+    """Whether member x sorts before member y (`ByMember`): by document id ascending (``by_id``), else
+    best-first (score descending, judgment descending, input order)."""
+    a, b = order.docs[x], order.docs[y]
+    if order.by_id:
+        if order.doc_key[a] != order.doc_key[b]:
+            return order.doc_key[a] < order.doc_key[b]
+        return compare_ids(order.codes, order.id_lo[a], order.id_hi[a], order.codes, order.id_lo[b],
+                           order.id_hi[b]) < 0
+    if order.scores[a] != order.scores[b]:
+        return order.scores[a] > order.scores[b]
+    if order.grades[x] != order.grades[y]:
+        return order.grades[x] > order.grades[y]
     return a < b
 
 
+def precedes(order, x, y):
+    """Whether element x sorts strictly before element y under `order` (`ByKey` or `ByMember`)."""
+
+
+@overload(precedes)
+def _precedes_impl(order, x, y):
+    if isinstance(order, types.BaseNamedTuple) and order.instance_class is ByKey:
+        return lambda order, x, y: order.keys[x] < order.keys[y]
+    if isinstance(order, types.BaseNamedTuple) and order.instance_class is ByMember:
+        return lambda order, x, y: _member_before(order, x, y)
+    return None
+
+
 @kernel(**INNER)
-def _sort_members(perm, lo, hi, tmp, by_id, docs, grades, scores, doc_key, codes, id_lo, id_hi):
-    """Sort perm[lo:hi] (member indices) by `_before`, stable: runs of `RUN` sorted by insertion,
-    then merged bottom-up; O(m log m) comparisons and no allocation for m members. (For the ~500k
-    members of 10k queries x ~50 judged: 0.15 s as a merge sort from runs of one, 0.02 s this way.)"""
+def _merge_sort(perm, lo, hi, tmp, order):
+    """Sort perm[lo:hi] (element indices) by `precedes` under `order`, stably: runs of `RUN` sorted by
+    insertion, then merged bottom-up through tmp[lo:hi]; O(m log m) comparisons and no allocation for m
+    elements (the runs save most of a merge sort's passes on the short segments met here)."""
     for start in range(lo, hi, RUN):
         end = min(start + RUN, hi)
         for k in range(start + 1, end):
             x = perm[k]
             t = k
-            while t > start and _before(by_id, x, perm[t - 1], docs, grades, scores, doc_key, codes, id_lo, id_hi):
+            while t > start and precedes(order, x, perm[t - 1]):
                 perm[t] = perm[t - 1]
                 t -= 1
             perm[t] = x
@@ -228,11 +295,7 @@ def _sort_members(perm, lo, hi, tmp, by_id, docs, grades, scores, doc_key, codes
             right = min(left + 2 * width, hi)
             i, j = left, mid
             for k in range(left, right):
-                take_left = j >= right
-                if not take_left and i < mid:
-                    take_left = not _before(by_id, perm[j], perm[i], docs, grades, scores, doc_key, codes, id_lo,
-                                            id_hi)
-                if take_left:
+                if j >= right or i < mid and not precedes(order, perm[j], perm[i]):
                     tmp[k] = perm[i]
                     i += 1
                 else:
@@ -246,53 +309,51 @@ def _sort_members(perm, lo, hi, tmp, by_id, docs, grades, scores, doc_key, codes
 @kernel
 def argsort_segments(keys, offsets):
     """The permutation sorting each segment keys[offsets[s]:offsets[s + 1]] ascending, stably (numpy's
-    ``lexsort((keys, segment))`` for contiguous segments), as `_sort_members` sorts: runs of `RUN` by
-    insertion, then merged bottom-up; O(n log m) for segments of at most m, and no numpy sort to
-    compile (np.argsort in a kernel adds ~1 s to an empty cache's first call). (For the ~500k members
-    of 10k queries, mostly one per group: ~2 ms instead of lexsort's 17 ms.)"""
+    ``lexsort((keys, segment))`` for contiguous segments) by `_merge_sort`: O(n log m) for segments of
+    at most m, and no numpy sort to compile (np.argsort in a kernel makes an empty cache's first call
+    slower)."""
     perm = np.arange(keys.shape[0])
     tmp = np.empty(keys.shape[0], np.int64)
+    order = ByKey(keys)
     for s in range(offsets.shape[0] - 1):
-        lo, hi = offsets[s], offsets[s + 1]
-        for start in range(lo, hi, RUN):
-            end = min(start + RUN, hi)
-            for k in range(start + 1, end):
-                x = perm[k]
-                t = k
-                while t > start and keys[x] < keys[perm[t - 1]]:
-                    perm[t] = perm[t - 1]
-                    t -= 1
-                perm[t] = x
-        width = RUN
-        while width < hi - lo:
-            for left in range(lo, hi, 2 * width):
-                mid = min(left + width, hi)
-                right = min(left + 2 * width, hi)
-                i, j = left, mid
-                for k in range(left, right):
-                    if j >= right or i < mid and not keys[perm[j]] < keys[perm[i]]:
-                        tmp[k] = perm[i]
-                        i += 1
-                    else:
-                        tmp[k] = perm[j]
-                        j += 1
-            for k in range(lo, hi):
-                perm[k] = tmp[k]
-            width *= 2
+        _merge_sort(perm, offsets[s], offsets[s + 1], tmp, order)
     return perm
 
 
-def scratch(max_docs: int, max_judged: int) -> tuple:
+def scratch(max_docs: int, max_judged: int) -> Scratch:
     """Per-query work arrays of `query_groups` for queries of up to these sizes (plain numpy: nothing
     to compile)."""
     n_table = 8
     while n_table < 8 * max_judged:
         n_table *= 2
-    m = max_judged
-    return (np.empty(n_table, np.int64), np.empty(m, np.uint64), np.empty(m, np.int64), np.full(max_docs, -1, np.int64),
-            np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(2 * m + 1, np.int64),
-            np.empty(m + 1, np.float64), np.empty(8 * m + 2, np.int64), np.empty(2 * m + 2, np.int64),
-            np.empty(max_docs, np.int64), np.empty(max_docs, np.int64), np.empty(m, np.float64))
+    m, n = max_judged, max_docs
+    return Scratch(table=np.empty(n_table, np.int64), key_hash=np.empty(m, np.uint64), key_doc=np.empty(m, np.int64),
+                   doc_member=np.full(n, -1, np.int64), mem_doc=np.empty(m, np.int64), by_id=np.empty(m, np.int64),
+                   tmp=np.empty(m, np.int64), passed=np.empty(2 * m + 1, np.int64),
+                   distinct=np.empty(m + 1, np.float64), bucket_start=np.empty(8 * m + 2, np.int64),
+                   gaps=np.empty(2 * m + 2, np.int64), in_group=np.empty(n, np.int64), in_slot=np.empty(n, np.int64),
+                   grade=np.empty(m, np.float64))
+
+
+def group_arrays(capacity: int) -> GroupArrays:
+    """Zeroed `GroupArrays` for `capacity` members (and group slots)."""
+    return GroupArrays(np.zeros(capacity, np.float64), *(np.zeros(capacity, np.int64) for _ in range(7)))
+
+
+@kernel(inline="always")
+def passed_cell(b, t):
+    """Index in `Scratch.passed` of cell t of group b, t running from its first member's position to
+    one past its last: each group has one cell more than members, so its cells start at its first
+    member's position + b and no two groups' cells overlap. Cell t counts the group's documents whose
+    id exceeds exactly the ids of the group's members at id positions before t."""
+    return t + b
+
+
+@kernel(inline="always")
+def gap_cell(b, inside):
+    """Index in `Scratch.gaps` of group b's counts: 2b for documents strictly between groups b - 1 and
+    b, 2b + 1 for documents in group b (``inside``: 0 or 1, so counting needs no branch)."""
+    return 2 * b + inside
 
 
 @kernel(**INNER)
@@ -333,8 +394,9 @@ def _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_h
 def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key, work, out, m0):
     """Write the found members best-first (score descending, judgment descending, input order) and their
     groups from index m0; each group's members also by id ascending (``by_id``). Returns the groups."""
-    _, _, _, doc_member, mem_doc, by_id, tmp, passed, distinct, _, _, _, _, grade = work
-    mem_rel, mem_index, _, mem_trec_rank, _, grp_size, grp_mem_start, grp_mem_end = out
+    doc_member, mem_doc, by_id, passed, distinct, grade = (work.doc_member, work.mem_doc, work.by_id, work.passed,
+                                                           work.distinct, work.grade)
+    grp_size, grp_mem_start, grp_mem_end = out.grp_size, out.grp_mem_start, out.grp_mem_end
     f = 0
     for a in range(j_grade.shape[0]):
         if key_doc[a] >= 0:
@@ -344,12 +406,13 @@ def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key
             by_id[f] = f
             f += 1
     # typed flags, not literals (`tieaware.kernels.INNER`): one compiled sort serves both orders
-    _sort_members(by_id, np.int64(0), found, tmp, np.bool_(False), key_doc, grade, scores, doc_key, codes, id_lo, id_hi)
+    _merge_sort(by_id, np.int64(0), found, work.tmp,
+                ByMember(np.bool_(False), key_doc, grade, scores, doc_key, codes, id_lo, id_hi))
     for p in range(found):
         d = mem_doc[p] = key_doc[by_id[p]]
-        mem_rel[m0 + p] = grade[by_id[p]]
-        mem_index[m0 + p] = d
-        mem_trec_rank[m0 + p] = 0
+        out.mem_rel[m0 + p] = grade[by_id[p]]
+        out.mem_index[m0 + p] = d
+        out.mem_trec_rank[m0 + p] = 0
         doc_member[d] = p
     g = 0
     for p in range(found):
@@ -361,25 +424,25 @@ def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key
             g += 1
         grp_mem_end[m0 + g - 1] = m0 + p + 1
     distinct[g] = np.nan  # never equal, never greater: the slot past the last group
-    # each group's members by id ascending; passed[b + t]: documents of group b whose id exceeds
-    # exactly the first t of them (group b's cells start at its first member + b)
+    # each group's members by id ascending, and its `passed_cell`s cleared
+    by_ids = ByMember(np.bool_(True), mem_doc, grade, scores, doc_key, codes, id_lo, id_hi)
     for b in range(g):
         lo, hi = grp_mem_start[m0 + b] - m0, grp_mem_end[m0 + b] - m0
         for t in range(lo, hi):
             by_id[t] = t
-        for t in range(lo + b, hi + b + 1):
-            passed[t] = 0
+        for t in range(lo, hi + 1):
+            passed[passed_cell(b, t)] = 0
         if hi - lo > 1:
-            _sort_members(by_id, lo, hi, tmp, np.bool_(True), mem_doc, grade, scores, doc_key, codes, id_lo, id_hi)
+            _merge_sort(by_id, lo, hi, work.tmp, by_ids)
     return g
 
 
 @kernel(**INNER)
 def _place_scores(scores, distinct, g, bucket_start, gaps, in_group, in_slot):
     """Every document's group b (the first judged score <= its score) through equal-width buckets of
-    scores: no branch on the data except in a bucket holding several judged scores. gaps[2b] counts
-    the documents strictly between groups b-1 and b, gaps[2b+1] those in group b, whose indices and
-    groups go to in_group/in_slot in input order; returns how many those are."""
+    scores: no branch on the data except in a bucket holding several judged scores. gaps counts the
+    documents between groups and in each (`gap_cell`); those in a group go, with it, to
+    in_group/in_slot in input order; returns how many those are."""
     top, scale, n_buckets = _bucket_starts(distinct, g, bucket_start)
     for b in range(2 * g + 2):
         gaps[b] = 0
@@ -395,7 +458,7 @@ def _place_scores(scores, distinct, g, bucket_start, gaps, in_group, in_slot):
             if e - c > 1:  # a bucket crowded with judged scores
                 b = _first_at_or_below(distinct, c, e, s)
         equal = distinct[b] == s
-        gaps[2 * b + equal] += 1
+        gaps[gap_cell(b, equal)] += 1
         in_group[n_in] = i
         in_slot[n_in] = b
         n_in += equal
@@ -406,14 +469,14 @@ def _place_scores(scores, distinct, g, bucket_start, gaps, in_group, in_slot):
 def _rank_in_groups(n_in, g, codes, id_lo, id_hi, doc_key, work, out, m0):
     """For the documents in groups (`_place_scores`): groups' sizes, members' input ranks and, from
     id comparisons, their trec_eval ranks; then the documents above each group."""
-    _, _, _, doc_member, mem_doc, by_id, _, passed, _, _, gaps, in_group, in_slot, _ = work
-    _, _, mem_input_rank, mem_trec_rank, grp_above, grp_size, grp_mem_start, grp_mem_end = out
+    doc_member, mem_doc, by_id, passed = work.doc_member, work.mem_doc, work.by_id, work.passed
+    grp_size, grp_mem_start, grp_mem_end = out.grp_size, out.grp_mem_start, out.grp_mem_end
     for t in range(n_in):
-        i, b = in_group[t], in_slot[t]
+        i, b = work.in_group[t], work.in_slot[t]
         key = id_key(codes, id_lo[i], id_hi[i])
         p = doc_member[i]
         if p >= 0:
-            mem_input_rank[m0 + p] = grp_size[m0 + b]
+            out.mem_input_rank[m0 + p] = grp_size[m0 + b]
         grp_size[m0 + b] += 1
         lo, hi = grp_mem_start[m0 + b] - m0, grp_mem_end[m0 + b] - m0
         if hi - lo == 1:  # the usual group: one judged member, compared without a branch on the ids
@@ -431,17 +494,17 @@ def _rank_in_groups(n_in, g, codes, id_lo, id_hi, doc_key, work, out, m0):
                     lo = mid + 1
                 else:
                     hi = mid
-        passed[lo + b] += 1
+        passed[passed_cell(b, lo)] += 1
     running = 0
     for b in range(g):
-        running += gaps[2 * b]
-        grp_above[m0 + b] = running
+        running += work.gaps[gap_cell(b, 0)]
+        out.grp_above[m0 + b] = running
         running += grp_size[m0 + b]
         lo, hi = grp_mem_start[m0 + b] - m0, grp_mem_end[m0 + b] - m0
         greater = 0
         for t in range(hi - 1, lo - 1, -1):  # the member at id position t: documents with a greater id
-            greater += passed[t + 1 + b]
-            mem_trec_rank[m0 + by_id[t]] = greater
+            greater += passed[passed_cell(b, t + 1)]
+            out.mem_trec_rank[m0 + by_id[t]] = greater
 
 
 @kernel(inline="always")
@@ -454,9 +517,8 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
         doc_key: (n,) scratch: the `id_key` of each judged member, filled here (documents in a judged
             group get theirs when compared; most documents need none).
         jcodes, j_lo, j_hi, j_grade: (m,) per judged document: id jcodes[j_lo:j_hi], judgment.
-        work: `scratch` arrays for at least n documents and m judgments.
-        out: (mem_rel, mem_index, mem_input_rank, mem_trec_rank, grp_above, grp_size, grp_mem_start,
-            grp_mem_end): per member its judgment, index in input order and rank inside its group in
+        work: `Scratch` for at least n documents and m judgments (`scratch`).
+        out: `GroupArrays`: per member its judgment, index in input order and rank inside its group in
             input order and in trec_eval's order; per group slot documents above, documents in it,
             and its members' range.
 
@@ -465,22 +527,22 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
 
     Four stages, each its own function (numba compiles four small functions several times faster
     than one large one): `_find_judged`, `_order_members`, `_place_scores`, `_rank_in_groups`.
-    Inlined into `read_chunk` and `ranx_reader.group_chunk`: not compiled on its own.
+    Inlined into `read_chunk` and `readers.typed_dicts.group_chunk`: not compiled on its own.
     """
-    table, key_hash, key_doc, doc_member, mem_doc, _, _, _, distinct, bucket_start, gaps, in_group, in_slot, _ = work
     for i in range(scores.shape[0]):
         if np.isnan(scores[i]):
             return 0, 0, i
     if scores.shape[0] == 0 or j_lo.shape[0] == 0:
         return 0, 0, -1
-    found = _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_hash, key_doc, seed)
+    found = _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, work.table, work.key_hash, work.key_doc,
+                         seed)
     if found == 0:
         return 0, 0, -1
-    g = _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key, work, out, m0)
-    n_in = _place_scores(scores, distinct, g, bucket_start, gaps, in_group, in_slot)
+    g = _order_members(found, work.key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key, work, out, m0)
+    n_in = _place_scores(scores, work.distinct, g, work.bucket_start, work.gaps, work.in_group, work.in_slot)
     _rank_in_groups(n_in, g, codes, id_lo, id_hi, doc_key, work, out, m0)
     for p in range(found):
-        doc_member[mem_doc[p]] = -1
+        work.doc_member[work.mem_doc[p]] = -1
     return found, g, -1
 
 
@@ -492,7 +554,7 @@ def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, separated, qrel_offsets
     cursor[0] on, and cursor[0] is left past them: chunks read in order lay their members end to end.
     With ``separated`` the ids in codes are each followed by NUL and their bounds id_lo/id_hi are
     found here (`_scan_ids`); then False is returned, nothing read, if an id holds NUL itself (the
-    caller passes the bounds instead). Releases the GIL: `tieaware.ranked_lists` reads the next
+    caller passes the bounds instead). Releases the GIL: `tieaware.readers.dicts` reads the next
     chunk meanwhile."""
     doc_hash = np.empty(scores.shape[0], np.uint64)
     doc_key = np.empty(scores.shape[0], np.uint64)

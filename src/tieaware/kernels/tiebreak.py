@@ -5,7 +5,7 @@ Only groups whose order can change a metric need it ("ambiguous" groups: more
 than one document and not all of them judged alike); elsewhere any order gives
 the same value. Tool orders reproduced here (docs/formulas.md, "Oblivious value and bias"):
 
-* ``input``: stable, first given first; its ranks come from `groups.judged_groups`.
+* ``input``: stable, first given first; its ranks come from `groups.query_groups`.
 * ranx: numba's ``np.argsort`` (quicksort, not stable) on the query's scores, as
   ranx runs it: ``argsort(-scores)`` when it sorts a ``Run``, reversed
   ``argsort(scores)`` when it is given a dict (``ranx.utils.descending_sort``).

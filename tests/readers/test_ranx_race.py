@@ -1,6 +1,6 @@
 """A ranx Run changed by another thread while `tieaware.evaluate` reads it: the numbers may change,
-the process never crashes (`tieaware.ranx_reader` holds the GIL on typed dicts; a Run changed between
-two kernels is read again from a copy taken at once, `ranx_reader.frozen`)."""
+the process never crashes (`tieaware.readers.typed_dicts` holds the GIL on typed dicts; a Run changed between
+two kernels is read again from a copy taken at once, `typed_dicts.frozen`)."""
 import copy
 import os
 import subprocess
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tieaware
-from tieaware import ranked_lists, ranx_reader
+from tieaware.readers import pairs, typed_dicts
 
 ranx = pytest.importorskip("ranx")
 METRICS = ["ndcg@10", "map", "mrr"]
@@ -72,7 +72,7 @@ def test_a_run_changed_between_two_kernels_is_read_from_a_copy(monkeypatch):
     qrels, run = _objects()
     # compiled first: kernels that call run_sizes (qrels_arrays) could not call the Python stand-in
     tieaware.evaluate(qrels, ranx.Run(run.to_dict()), METRICS, make_comparable=True)
-    real_sizes = ranx_reader.run_sizes
+    real_sizes = typed_dicts.run_sizes
     grown = []
 
     def sizes_then_change(td, query_ids):
@@ -84,7 +84,7 @@ def test_a_run_changed_between_two_kernels_is_read_from_a_copy(monkeypatch):
             grown.append(True)
         return offsets
 
-    monkeypatch.setattr(ranx_reader, "run_sizes", sizes_then_change)
+    monkeypatch.setattr(typed_dicts, "run_sizes", sizes_then_change)
     got = tieaware.evaluate(qrels, run, METRICS + ["P@5"], make_comparable=True, oblivious="ranx")
     monkeypatch.undo()
     assert grown
@@ -96,7 +96,7 @@ def test_a_run_changed_between_two_kernels_is_read_from_a_copy(monkeypatch):
 
 def test_frozen_is_a_copy_taken_at_once():
     qrels, run = _objects()
-    frozen_run, frozen_qrels = ranx_reader.frozen(run), ranx_reader.frozen(qrels)
+    frozen_run, frozen_qrels = typed_dicts.frozen(run), typed_dicts.frozen(qrels)
     before = tieaware.evaluate(qrels, copy.copy(run), METRICS)
     run.add_score("q0", "d1", 100.0)
     qrels.add_score("q0", "d1", 2)
@@ -110,5 +110,5 @@ def test_frozen_is_a_copy_taken_at_once():
 def test_typed_dict_readers_hold_the_gil():
     """No typed-dict reader releases the GIL (what let another thread free a dict being read)."""
     for name in ("run_chunk", "fingerprint_part", "run_sizes", "_scores", "qrels_arrays", "keys_and_sizes"):
-        assert not getattr(ranx_reader, name).targetoptions.get("nogil", False), name
-    assert ranked_lists.ranx_reader is ranx_reader
+        assert not getattr(typed_dicts, name).targetoptions.get("nogil", False), name
+    assert pairs.typed_dicts is typed_dicts

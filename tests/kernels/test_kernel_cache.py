@@ -14,24 +14,24 @@ from tieaware.kernels.disk_cache import VerifiedCacheFile, VerifiedFunctionCache
 
 
 def test_every_kernel_uses_the_verified_cache():
-    from tieaware import ranx_reader
+    from tieaware.readers import typed_dicts
     from tieaware.warming import _dispatchers
 
-    found = _dispatchers() + [obj for obj in vars(ranx_reader).values()
-                              if isinstance(obj, Dispatcher) and obj.py_func.__module__ == ranx_reader.__name__]
+    found = _dispatchers() + [obj for obj in vars(typed_dicts).values()
+                              if isinstance(obj, Dispatcher) and obj.py_func.__module__ == typed_dicts.__name__]
     assert len(found) > 30
     assert [d.py_func.__qualname__ for d in found if not isinstance(d._cache, VerifiedFunctionCache)] == []
 
 
 def test_a_kernel_cache_is_stamped_with_every_kernel_module():
-    """`ranx_reader.group_chunk` inlines `kernels.groups.query_groups`: an edit of groups.py (or an
+    """`typed_dicts.group_chunk` inlines `kernels.groups.query_groups`: an edit of groups.py (or an
     update that changes it) must make its cached code stale, which numba's stamp of the function's
     own file alone does not."""
-    from tieaware import ranx_reader
+    from tieaware.readers import typed_dicts
 
     names = {name for name, _, _ in kernel_sources_stamp()}
     assert {"groups.py", "disk_cache.py", os.path.join("families", "dcg.py")} <= names
-    cache = ranx_reader.group_chunk._cache
+    cache = typed_dicts.group_chunk._cache
     assert cache._cache_file._source_stamp == (cache._impl.locator.get_source_stamp(), kernel_sources_stamp())
 
 
@@ -144,9 +144,9 @@ _CHILD = textwrap.dedent("""
         want = tieaware.evaluate(qrels, run, METRICS)
         out[width] = max(float(np.max(np.abs((got[m].per_query - want[m].per_query).to_numpy())))
                          for m in METRICS)
-    from tieaware import ranx_reader
-    print(json.dumps([out, sum(sum(k.stats.cache_misses.values()) for k in (ranx_reader.run_chunk,
-                                                                          ranx_reader.group_chunk))]))
+    from tieaware.readers import typed_dicts
+    print(json.dumps([out, sum(sum(k.stats.cache_misses.values()) for k in (typed_dicts.run_chunk,
+                                                                          typed_dicts.group_chunk))]))
 """)
 
 

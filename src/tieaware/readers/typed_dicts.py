@@ -2,19 +2,19 @@
 
 ranx keeps a run as ``Dict[str, Dict[UnicodeCharSeq(W), float64]]`` (W: its
 longest doc id) and qrels likewise with int64 grades. Calling into such dicts
-from Python costs about 1 µs per lookup, so every pass over them runs in numba:
+from Python costs a call into numba per lookup, so every pass over them runs in numba:
 
 * `run_chunk`: one pass over the items of a chunk of queries, copying the
   scores and the ids' code points into flat arrays; `group_chunk` then hashes
   the copy and builds its judged groups with `kernels.groups.query_groups`
   (shared with the reader of Python dicts), the judgments read before by
   `qrels_arrays`. Ids are read as code points, never turned into strings (a
-  typed-dict lookup by string costs ~0.5 µs); code point order is the order
+  typed-dict lookup by string builds a numba string); code point order is the order
   trec_eval's ``strcmp`` gives their UTF-8 bytes.
 * `queries` and `typed`: query ids between Python and numba. A typed dict or
   list is never iterated, sized or built from Python (but to name a bad value
   in an error message): numba compiles those methods at run time, per dict type
-  and uncached (0.2 s and ~5 MB per type in every new process); ids cross as
+  and uncached (compiled again per dict type in every new process); ids cross as
   code points (`key_codes`, `typed_keys`).
 * `fingerprint`: a hash of every id and value, so a cached conversion is
   served only while the objects still hold the same data (ranx's ``add_score``
@@ -28,7 +28,7 @@ aborted the process. Holding it, a kernel sees the dict as it is between two
 Python steps; a dict changed between two kernels (sizes read by `run_sizes`,
 items by `run_chunk` or `run_scores`) is noticed by comparing sizes, and the
 readers report it (`changed`) instead of writing past arrays sized before;
-`tieaware.ranked_lists` then reads a `frozen` copy. So the GIL-holding part is
+`tieaware.readers.lists` then reads a `frozen` copy. So the GIL-holding part is
 a plain copy: `group_chunk` works on it without the GIL, on worker threads,
 while the next chunk is copied. `fingerprint_part` reads disjoint ranges of
 queries (`tieaware.threads`): each range hashes from 0 and `joined` combines the
@@ -45,11 +45,11 @@ from numba import types
 from numba.extending import overload
 from numba.typed import List
 
-from . import threads
-from .errors import InputError
-from .kernels import kernel
-from .kernels.groups import ODD, code_at, fold, id_hash, mix64, query_groups
-from .kernels.numba_compat import (
+from .. import threads
+from ..errors import InputError
+from ..kernels import kernel
+from ..kernels.groups import ODD, code_at, fold, id_hash, mix64, query_groups
+from ..kernels.numba_compat import (
     PY_UNICODE_1BYTE_KIND,
     PY_UNICODE_2BYTE_KIND,
     PY_UNICODE_4BYTE_KIND,
@@ -60,7 +60,7 @@ from .kernels.numba_compat import (
 
 class ChangedWhileReadError(InputError):
     """A ranx Run or Qrels changed while tieaware read it: Python code on another thread changed it
-    (``add_score``, ``add``) during the evaluation. `tieaware.ranked_lists` then reads a `frozen` copy."""
+    (``add_score``, ``add``) during the evaluation. `tieaware.readers.lists` then reads a `frozen` copy."""
 
     def __init__(self):
         super().__init__("The ranx Run or Qrels changed while tieaware read it: another thread changed it "
@@ -309,7 +309,7 @@ def group_chunk(offsets, q_lo, q_hi, scores, codes, id_lo, id_hi, present, qid_h
     in query order from m0) from their copy by `run_chunk`, their judgments CSR by qrel_offsets (ids
     in jcodes); returns these queries' part of the Run's `fingerprint`, (hash from 0, values folded),
     when the queries are its queries in its order. Reads no typed dict: releases the GIL, so the next
-    chunk is copied meanwhile (`tieaware.ranked_lists`)."""
+    chunk is copied meanwhile (`tieaware.readers.lists`)."""
     doc_hash = np.empty(scores.shape[0], np.uint64)
     doc_key = np.empty(scores.shape[0], np.uint64)
     bits = np.empty(1, np.float64)

@@ -1,36 +1,23 @@
-"""Never a silent wrong number: each case here gave a wrong value, a skipped query or a
-raw exception before; now the same data gives the same number whatever its container,
-or a `TieawareError` names what is wrong."""
-import bz2
-import gzip
-import lzma
+"""Every reader gives the same ranked lists: ranx objects and dicts, in chunks and on threads, against
+brute force; a cached ranx conversion is served only while the objects are unchanged."""
 import math
 import os
 import subprocess
 import sys
-from decimal import Decimal
-from fractions import Fraction
 
 import numpy as np
-import pandas as pd
 import pytest
 import ranx
+from builders import unicode_keyed_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tieaware
-from tieaware import InputError, TieawareError, UnknownMetricError
-from tieaware.cli import main as cli_main
-from tieaware.inputs import read_text
-from tieaware.ranked_lists import ranked_lists
+from tieaware import InputError
+from tieaware.readers.pairs import ranked_lists
 
 QRELS = {"q1": {"d1": 2, "d2": 0, "d3": 1}, "q2": {"d5": 1}}
 RUN = {"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.2, "d4": 0.9}, "q2": {"d5": 0.3, "d6": 0.3, "d7": 0.3}}
-METRICS = ["ndcg@3", "mrr", "map", "recall@2", "P@2", "bpref"]
-
-
-def _values(report) -> dict:
-    return {name: (r.expected, r.oblivious, r.min, r.max) for name, r in report.items()}
 
 
 # ----------------------------------------------------------- stale caches
@@ -56,15 +43,15 @@ def test_ranx_run_changed_in_place_is_seen():
 
 
 def test_unchanged_ranx_objects_are_served_from_the_cache():
-    from tieaware import ranked_lists, ranx_reader
     from tieaware.kernels.groups import SEED
+    from tieaware.readers import pairs, typed_dicts
 
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN)
-    first = ranked_lists.ranked_lists(qrels, run)
-    assert first.run_fingerprint == ranx_reader.fingerprint(run.run, SEED)  # the reader's hash is the check's
-    assert ranked_lists.ranked_lists(qrels, run) is first
+    first = pairs.ranked_lists(qrels, run)
+    assert first.run_fingerprint == typed_dicts.fingerprint(run.run, SEED)  # the reader's hash is the check's
+    assert pairs.ranked_lists(qrels, run) is first
     run.add_score("q1", "d4", 0.1)
-    assert ranked_lists.ranked_lists(qrels, run) is not first
+    assert pairs.ranked_lists(qrels, run) is not first
 
 
 def test_values_swapped_in_place_in_ranx_objects_are_seen():
@@ -92,10 +79,10 @@ def test_values_swapped_in_place_in_ranx_objects_are_seen():
 
 
 def test_the_fingerprint_changes_when_any_two_round_values_trade_places():
-    """Every swap of two different values among round numbers changes `ranx_reader.fingerprint`
+    """Every swap of two different values among round numbers changes `typed_dicts.fingerprint`
     (a stale cache would be served otherwise)."""
-    from tieaware import ranx_reader
     from tieaware.kernels.groups import SEED
+    from tieaware.readers import typed_dicts
 
     rng = np.random.default_rng(7)
     for trial in range(300):
@@ -106,7 +93,7 @@ def test_the_fingerprint_changes_when_any_two_round_values_trade_places():
                     continue
                 swapped = values.copy()
                 swapped[[i, j]] = values[[j, i]]
-                prints = [ranx_reader.fingerprint(_unicode_keyed_run({"q": {f"d{k}": v for k, v in enumerate(vs)}}).run,
+                prints = [typed_dicts.fingerprint(unicode_keyed_run({"q": {f"d{k}": v for k, v in enumerate(vs)}}).run,
                                                   SEED) for vs in (values, swapped)]
                 assert prints[0] != prints[1], (trial, values, i, j)
 
@@ -153,285 +140,6 @@ def test_a_doc_renamed_in_place_to_a_crafted_id_of_the_old_hash_is_seen():
     assert tieaware.evaluate(qrels, run, "mrr") == 0.0
 
 
-# ---------------------------------------------------------------- id types
-def test_integer_ids_match_string_ids_in_every_container():
-    assert tieaware.evaluate({"q1": {101: 1}}, {"q1": {"101": .9}}, "recall@10") == 1.0
-    assert tieaware.evaluate({"q1": {"101": 1}}, {"q1": {101: .9}}, "recall@10") == 1.0
-    assert tieaware.evaluate({1: {"101": 1}}, {"1": {"101": .9}}, "recall@10") == 1.0
-    qrels_df = pd.DataFrame({"q_id": [1, 1], "doc_id": [101, 102], "score": [1, 0]})  # as pd.read_csv gives
-    run_df = pd.DataFrame({"q_id": ["1", "1"], "doc_id": ["101", "102"], "score": [0.2, 0.9]})
-    from_frames = tieaware.evaluate(qrels_df, run_df, "mrr")
-    from_ranx = tieaware.evaluate(ranx.Qrels({"1": {"101": 1, "102": 0}}), ranx.Run({"1": {"101": .2, "102": .9}}),
-                                  "mrr")
-    assert float(from_frames) == float(from_ranx) == 0.5
-
-
-def test_an_id_written_both_as_int_and_as_str_is_an_error():
-    with pytest.raises(InputError, match="appears twice"):
-        tieaware.evaluate({"q1": {1: 1, "1": 0}}, {"q1": {"1": .5}}, "mrr")
-
-
-# ------------------------------------------------------- non-finite values
-@pytest.mark.parametrize("grade", [math.inf, -math.inf, math.nan, None])
-def test_unusable_grades_name_query_and_document(grade):
-    with pytest.raises(InputError, match=r"'q2', document 'd1'"):
-        tieaware.evaluate({"q1": {"d1": 1}, "q2": {"d1": grade}}, {"q1": {"d1": 1.}, "q2": {"d1": 1.}}, "ndcg@10")
-
-
-def test_none_score_is_called_none():
-    with pytest.raises(InputError, match="'q1', document 'd1' is None"):
-        tieaware.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": None}}, "ndcg@10")
-
-
-def test_huge_integer_score_is_named():
-    with pytest.raises(InputError, match="too large for a float64"):
-        tieaware.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 10 ** 400}}, "ndcg@10")
-
-
-@pytest.mark.parametrize("kind,qrels,run", [
-    ("Run score", {"q1": {"d1": 1}}, {"q1": {"d2": 0.1, "d1": "0.5"}}),
-    ("Relevance", {"q1": {"d1": "1"}}, {"q1": {"d1": 0.5}}),
-])
-def test_numbers_written_as_strings_are_named_not_parsed(kind, qrels, run):
-    with pytest.raises(InputError, match=f"{kind} for query 'q1', document 'd1' is not a number: '"):
-        tieaware.evaluate(qrels, run, "mrr")
-
-
-def test_numeric_scores_of_any_type_are_read_as_float_reads_them():
-    scores = [np.float32(0.1), Decimal("0.7"), Fraction(1, 3), 1, np.float16(0.5), np.int64(2)]
-    run = {"q1": {f"d{i}": s for i, s in enumerate(scores)}}
-    as_floats = {"q1": {d: float(s) for d, s in run["q1"].items()}}
-    qrels = {"q1": {"d0": 1, "d2": 2, "d4": 1}}
-    metrics = ["ndcg@3", "map", "mrr"]
-    assert tieaware.evaluate(qrels, run, metrics).to_json() == tieaware.evaluate(qrels, as_floats, metrics).to_json()
-
-
-def test_overflowing_gain_is_an_error_not_a_skipped_query():
-    with pytest.raises(InputError, match="not finite for query 'q1'"):
-        tieaware.evaluate({"q1": {"d1": 2000}, "q2": {"d1": 1}}, {"q1": {"d1": 1.}, "q2": {"d1": 1.}},
-                          "ndcg_burges@10")
-
-
-def test_inf_scores_are_ordinary_values_that_tie():
-    res = tieaware.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": math.inf, "d2": math.inf, "d3": -math.inf}}, "mrr")
-    assert res.expected == pytest.approx(0.75) and res.range == 0.5
-
-
-# -------------------------------------------------------------- TREC files
-def test_byte_order_mark_is_dropped(tmp_path):
-    run = tmp_path / "run.trec"
-    run.write_bytes(b"\xef\xbb\xbfq1 Q0 d1 1 0.5 x\nq1 Q0 d2 2 0.4 x\n")
-    assert list(tieaware.read_trec_run(run)) == ["q1"]
-    res = tieaware.evaluate({"q1": {"d1": 1}, "q2": {"d1": 1}}, str(run), "ndcg@10", make_comparable=True)
-    assert res.per_query.loc["q1", "expected"] == 1.0
-
-
-@pytest.mark.parametrize("opener,suffix", [(gzip.open, ".gz"), (bz2.open, ".bz2"), (lzma.open, ".xz"),
-                                           (gzip.open, "")])
-def test_compressed_files_read_like_plain_ones(tmp_path, opener, suffix):
-    text = "# trec_eval 10 comment\nq1 0 d1 1\n\nq1 0 d2 0\nq2 0 d5 1\n"
-    path = tmp_path / f"qrels.trec{suffix}"
-    with opener(path, "wt", encoding="utf-8") as handle:
-        handle.write(text)
-    plain = tmp_path / "plain.trec"
-    plain.write_text(text)
-    assert tieaware.read_trec_qrels(path) == tieaware.read_trec_qrels(plain) == {"q1": {"d1": 1, "d2": 0},
-                                                                                  "q2": {"d5": 1}}
-
-
-def test_undecodable_bytes_name_file_and_line(tmp_path):
-    run = tmp_path / "run.trec"
-    run.write_bytes(b"q1 Q0 d1 1 0.5 x\nq1 Q0 d\xff 2 0.4 x\n")
-    with pytest.raises(InputError, match=r"run.trec:2: run file is not valid UTF-8"):
-        tieaware.read_trec_run(run)
-    broken = tmp_path / "broken.trec.gz"
-    lines = "".join(f"q1 Q0 d{i} {i} 0.5 x\n" for i in range(1000)).encode()
-    broken.write_bytes(gzip.compress(lines)[:200])
-    with pytest.raises(InputError, match="broken.trec.gz: cannot decompress"):
-        tieaware.read_trec_run(broken)
-
-
-@pytest.mark.parametrize("grade,message", [("1.5", "trec_eval would silently read it as 1"),
-                                           ("2e1", "trec_eval would silently read it as 2"),
-                                           ("inf", "is not an integer grade"), ("1_0", "is not an integer grade"),
-                                           ("١", "is not an integer grade")])
-def test_trec_grades_are_integers(tmp_path, grade, message):
-    qrels = tmp_path / "qrels.trec"
-    qrels.write_text(f"q1 0 d1 {grade}\n", encoding="utf-8")
-    with pytest.raises(InputError, match=f"qrels.trec:1: relevance .*{message}"):
-        tieaware.read_trec_qrels(qrels)
-
-
-def test_integer_written_grades_are_accepted(tmp_path):
-    qrels = tmp_path / "qrels.trec"
-    qrels.write_text("q1 0 d1 2.0\nq1 0 d2 -1\nq1 0 d3 +3\n")
-    assert tieaware.read_trec_qrels(qrels) == {"q1": {"d1": 2, "d2": -1, "d3": 3}}
-
-
-@pytest.mark.parametrize("score", ["0_4", "١٢", "0x1p3", "1.5abc"])
-def test_scores_c_atof_would_read_differently_are_rejected(tmp_path, score):
-    run = tmp_path / "run.trec"
-    run.write_text(f"q1 Q0 d1 1 {score} x\n", encoding="utf-8")
-    with pytest.raises(InputError, match="run.trec:1: score .* is not a number"):
-        tieaware.read_trec_run(run)
-
-
-def test_directory_and_column_layout_messages(tmp_path):
-    with pytest.raises(InputError, match="is a directory"):
-        tieaware.evaluate(str(tmp_path), RUN, "mrr")
-    run = tmp_path / "run.trec"
-    run.write_text("q1 d1 1 0.5\n")
-    with pytest.raises(InputError, match=r"qid Q0 docid rank score tag.*qid docid rank score"):
-        tieaware.read_trec_run(run)
-
-
-# -------------------------------------------------------- argument checks
-@pytest.mark.parametrize("kwargs", [dict(relevance_level=None), dict(relevance_level=math.nan),
-                                    dict(threads="2"), dict(oblivious="pytrec")])
-def test_bad_arguments_raise_input_errors(kwargs):
-    with pytest.raises(InputError):
-        tieaware.evaluate(QRELS, RUN, "mrr", **kwargs)
-
-
-@pytest.mark.parametrize("name,message", [("ndcg@-1", "positive integer"), ("P(rel=2, rel=3)@5", "given twice"),
-                                          ("RBP(p=0)", r"\(0, 1\), got 0"), ("rbp.0", r"\(0, 1\), got 0")])
-def test_bad_metric_names(name, message):
-    with pytest.raises(UnknownMetricError, match=message):
-        tieaware.evaluate(QRELS, RUN, name)
-
-
-@pytest.mark.parametrize("ks", [[2.7], [0], [True], "10"])
-def test_census_cutoffs_must_be_positive_integers(ks):
-    with pytest.raises(InputError, match="positive integers"):
-        tieaware.census(RUN, ks=ks)
-
-
-# ------------------------------------------------------------------- CLI
-@pytest.fixture
-def trec_files(tmp_path):
-    qrels = tmp_path / "qrels.trec"
-    qrels.write_text("q1 0 d1 1\nq2 0 d5 1\n")
-    run = tmp_path / "run.trec"
-    run.write_text("q1 Q0 d1 1 0.5 x\nq1 Q0 d2 2 0.5 x\nq3 Q0 d5 1 0.3 x\n")
-    other = tmp_path / "other.trec"
-    other.write_text("q1 Q0 d1 1 0.5 x\nq2 Q0 d5 1 0.3 x\n")
-    return str(qrels), str(run), str(other)
-
-
-@pytest.mark.parametrize("extra", [["--permutations", "0"], ["--permutations", "-5"], ["--digits", "-2"],
-                                   ["--digits", "400"], ["--max-p", "0"]])
-def test_cli_compare_bad_numbers_exit_2(trec_files, capsys, extra):
-    qrels, _, other = trec_files
-    assert cli_main(["compare", qrels, other, other.replace("other", "other2"), "-m", "mrr", *extra]) == 2
-    assert "error" in capsys.readouterr().err
-
-
-def test_cli_fail_range_above_nan_exits_2(trec_files, capsys):
-    qrels, _, other = trec_files
-    assert cli_main(["eval", qrels, other, "-m", "mrr", "--fail-range-above", "nan"]) == 2
-
-
-def test_cli_query_mismatch_names_the_run_and_suggests_c(trec_files, capsys):
-    qrels, run, other = trec_files
-    assert cli_main(["eval", qrels, other, run, "-m", "mrr"]) == 2
-    err = capsys.readouterr().err
-    assert f"run {run}:" in err and "-c" in err and "make_comparable" not in err
-
-
-def test_cli_same_run_twice_is_an_error(trec_files, capsys):
-    qrels, _, other = trec_files
-    assert cli_main(["compare", qrels, other, other, "-m", "mrr"]) == 2
-    assert "given twice" in capsys.readouterr().err
-
-
-# ------------------------------------------------------------ fuzzing
-def _write_trec(path, table: dict, kind: str) -> None:
-    lines = []
-    for qid, docs in table.items():
-        for rank, (doc, value) in enumerate(docs.items(), 1):
-            lines.append(f"{qid} 0 {doc} {value}" if kind == "qrels" else f"{qid} Q0 {doc} {rank} {value!r} t")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def _unicode_keyed_run(run: dict) -> ranx.Run:
-    """A ranx Run whose inner dicts have unicode keys, as ``add_score`` and ``ranx.fuse`` build them
-    (``Run(dict)`` builds fixed-width UnicodeCharSeq keys)."""
-    out = ranx.Run()
-    for qid, docs in run.items():
-        for doc, score in docs.items():
-            out.add_score(qid, doc, score)
-    return out
-
-
-def _frame(table: dict, value: str) -> pd.DataFrame:
-    rows = [(q, d, v) for q, docs in table.items() for d, v in docs.items()]
-    return pd.DataFrame(rows, columns=["q_id", "doc_id", value])
-
-
-_ids = st.sampled_from(["d1", "d2", "d3", "d4", "d5", "dé", "d10"])
-_queries = st.sampled_from(["q1", "q2", "q3"])
-_scores = st.sampled_from([0.0, 0.25, 0.5, 0.5, 1.0, -1.0, math.inf, 1e300, 3.0])
-_grades = st.sampled_from([0, 1, 2, 3, -1])
-_qrels = st.dictionaries(_queries, st.dictionaries(_ids, _grades, min_size=1, max_size=5), min_size=1, max_size=3)
-_runs = st.dictionaries(_queries, st.dictionaries(_ids, _scores, min_size=1, max_size=6), min_size=1, max_size=3)
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(qrels=_qrels, run=_runs, make_comparable=st.booleans())
-def test_every_container_gives_the_same_numbers_or_a_tieaware_error(tmp_path, qrels, run, make_comparable):
-    """dict, DataFrame, TREC file, gzipped TREC file and ranx objects: identical values, or
-    the same `TieawareError` class from each; inputs never mutated."""
-    qrels_path, run_path = tmp_path / "qrels.trec", tmp_path / "run.trec"
-    _write_trec(qrels_path, qrels, "qrels")
-    _write_trec(run_path, run, "run")
-    run_gz = tmp_path / "run.trec.gz"
-    run_gz.write_bytes(gzip.compress(run_path.read_bytes()))
-    snapshot = (repr(qrels), repr(run))
-    forms = {
-        "dict": (qrels, run),
-        "frame": (_frame(qrels, "relevance"), _frame(run, "score")),
-        "trec": (str(qrels_path), str(run_path)),
-        "gz": (str(qrels_path), str(run_gz)),
-        "ranx": (ranx.Qrels(qrels), ranx.Run(run)),
-        "dict+ranx": (qrels, ranx.Run(run)),
-        "ranx+dict": (ranx.Qrels(qrels), run),
-        "ranx unicode ids": (ranx.Qrels(qrels), _unicode_keyed_run(run)),
-    }
-    outcomes = {}
-    for form, (q, r) in forms.items():
-        try:
-            outcomes[form] = _values(tieaware.evaluate(q, r, METRICS, make_comparable=make_comparable))
-        except TieawareError as exc:
-            outcomes[form] = type(exc)
-    assert (repr(qrels), repr(run)) == snapshot
-    first = outcomes["dict"]
-    for form, outcome in outcomes.items():
-        if isinstance(first, dict) and isinstance(outcome, dict):
-            for name in METRICS:
-                assert outcome[name] == pytest.approx(first[name], abs=1e-12), (form, name)
-        else:
-            assert outcome == first, (form, outcomes)
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lines=st.lists(st.text(alphabet=" \t0123456789.-_eEinfQxq\u00e9\u0661#", max_size=24), max_size=6),
-       kind=st.sampled_from(["qrels", "run"]))
-def test_random_trec_text_either_reads_or_raises_an_input_error(tmp_path, lines, kind):
-    path = tmp_path / f"{kind}.trec"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    reader = tieaware.read_trec_qrels if kind == "qrels" else tieaware.read_trec_run
-    try:
-        table = reader(path)
-    except InputError:
-        return
-    for docs in table.values():
-        for value in docs.values():
-            assert isinstance(value, int) if kind == "qrels" else not math.isnan(value)
-
-
-def test_read_text_of_a_missing_file_is_an_input_error(tmp_path):
-    with pytest.raises(InputError, match="does not exist"):
-        read_text(tmp_path / "nope.jsonl")
-
-
 # ------------------------------------------------- two readers, one result
 GROUP_ARRAYS = ("n_ret", "qrel_offsets", "qrel_rel", "n_groups", "mem_offsets", "mem_rel", "mem_index",
                 "mem_input_rank", "mem_trec_rank", "grp_above", "grp_size", "grp_mem_start", "grp_mem_end")
@@ -469,7 +177,7 @@ def _groups_of(lists) -> list:
 
 
 def _assert_grades_descending(lists, qrels: dict) -> None:
-    """The readers reorder each query's judgments best first (`ranked_lists._best_first`): the grades
+    """The readers reorder each query's judgments best first (`readers.judgments.best_first`): the grades
     they hand on are the qrels' grades, best first, query by query."""
     for q, qid in enumerate(lists.query_ids):
         got = lists.qrel_rel[lists.qrel_offsets[q]:lists.qrel_offsets[q + 1]].tolist()
@@ -576,7 +284,7 @@ def _unicode_keyed_run_with_empty(run: dict) -> ranx.Run:
     from numba import types
     from numba.typed import Dict
 
-    out = _unicode_keyed_run(run)
+    out = unicode_keyed_run(run)
     for qid in run:
         if not run[qid]:
             out.run[qid] = Dict.empty(types.unicode_type, types.float64)
@@ -585,7 +293,7 @@ def _unicode_keyed_run_with_empty(run: dict) -> ranx.Run:
 
 def test_dict_reader_reads_in_chunks_as_in_one_piece(monkeypatch):
     """A run read in chunks of a few documents gives the arrays it gives in one chunk."""
-    from tieaware import ranked_lists as module
+    from tieaware.readers import lists as module
 
     qrels = {f"q{q}": {f"d{d}": d % 3 for d in range(0, 12, 2)} for q in range(7)}
     run = {f"q{q}": {f"d{d}": float((d * q) % 4) for d in range(q + 3)} for q in range(7)}
@@ -611,10 +319,11 @@ def _tied_pair(seed: int) -> tuple[dict, dict]:
 def test_readers_on_threads_equal_one_thread(monkeypatch, make_comparable):
     """Ranges of queries read on threads (`tieaware.threads`, forced here on small data: 3 threads,
     ranges from one document, dict chunks of 40 documents) give the arrays one thread gives, from
-    ranx objects and from dicts, and the Run's fingerprint (`ranx_reader.joined` parts) too."""
-    from tieaware import ranked_lists as module
-    from tieaware import ranx_reader, threads
+    ranx objects and from dicts, and the Run's fingerprint (`typed_dicts.joined` parts) too."""
+    from tieaware import threads
     from tieaware.kernels.groups import SEED
+    from tieaware.readers import lists as module
+    from tieaware.readers import typed_dicts
 
     qrels, run = _tied_pair(11)
     if make_comparable:
@@ -624,7 +333,7 @@ def test_readers_on_threads_equal_one_thread(monkeypatch, make_comparable):
     def read_all():  # new ranx objects each time: a converted Run is cached
         ranx_run = _unicode_keyed_run_with_empty(run)
         typed = ranked_lists(ranx.Qrels(qrels), ranx_run, make_comparable)
-        return typed, ranked_lists(qrels, run, make_comparable), ranx_reader.fingerprint(ranx_run.run, SEED)
+        return typed, ranked_lists(qrels, run, make_comparable), typed_dicts.fingerprint(ranx_run.run, SEED)
 
     with threads.limited(1):
         one = read_all()
@@ -667,34 +376,20 @@ def test_threads_must_be_a_count():
     assert float(one) == float(all_cpus)
 
 
-@settings(max_examples=200, deadline=None)
-@given(segments=st.lists(st.lists(st.sampled_from([-1.0, 0.0, 0.5, 2.0, 3.0]), max_size=80), max_size=6))
-def test_argsort_segments_equals_lexsort(segments):
-    """Segments short (insertion sort only) and longer than `RUN` (runs merged), with repeated keys (stable)."""
-    from tieaware.kernels.groups import argsort_segments
-
-    rng = np.random.default_rng(len(segments))  # and long segments, merged over several passes
-    segments = [*segments, *(rng.choice([0.0, 1.0, 2.0], n).tolist() for n in (33, 64, 97, 300))]
-    keys = np.array([k for segment in segments for k in segment], np.float64)
-    offsets = np.cumsum([0, *map(len, segments)])
-    segment_of = np.repeat(np.arange(len(segments)), np.diff(offsets))
-    assert np.array_equal(argsort_segments(keys, offsets), np.lexsort((keys, segment_of)))
-
-
 def test_ranx_query_ids_cross_between_python_and_numba_whole():
     """Query ids are read out of ranx's typed dicts and handed back to them as code points: empty ids,
     ids holding NUL, 1-, 2- and 4-byte-kind ids and a lone surrogate come back equal, and are found
     in the typed dicts again (numba hashes a str's raw data: a str built wider than CPython's would
     not be found)."""
-    from tieaware import ranx_reader
+    from tieaware.readers import typed_dicts
 
     ids = ["q1", "", "é", "ÿz", "漢字", "𝄞x", "a\0b", "\ud800", "x" * 100]
     run = ranx.Run({q: {"d1": 0.5, **{f"e{j}": 0.25 for j in range(i)}} for i, q in enumerate(ids)})
-    read, _, offsets = ranx_reader.queries(run.run)
+    read, _, offsets = typed_dicts.queries(run.run)
     assert read == list(run.run.keys()) and sorted(read) == sorted(ids)  # ranx sorts its queries
     assert np.array_equal(np.diff(offsets), [1 + ids.index(q) for q in read])
-    backwards = ranx_reader.typed(ids[::-1] + ["absent"])
-    assert np.array_equal(np.diff(ranx_reader.run_sizes(run.run, backwards)), [*range(len(ids), 0, -1), 0])
+    backwards = typed_dicts.typed(ids[::-1] + ["absent"])
+    assert np.array_equal(np.diff(typed_dicts.run_sizes(run.run, backwards)), [*range(len(ids), 0, -1), 0])
     qrels = {q: {"d1": 1} for q in ids[1:]} | {"only judged": {"d1": 1}}
     for qrels_kind, run_kind in [("ranx", "ranx"), ("ranx", "dict"), ("dict", "ranx")]:
         res = tieaware.evaluate(ranx.Qrels(qrels) if qrels_kind == "ranx" else qrels,
@@ -735,7 +430,7 @@ def test_evaluating_ranx_objects_compiles_no_typed_container_method():
 
 @pytest.mark.slow
 def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers(tmp_path):
-    """numba specialises on a Run's (and a Qrels') doc-id width: only `ranx_reader`'s loops compile
+    """numba specialises on a Run's (and a Qrels') doc-id width: only `typed_dicts`'s loops compile
     again, never the group or metric kernels (they take plain arrays). In a new process with an empty
     cache, so that the first width compiles every kernel there: a reader loaded from the disk cache
     brings the group stages it inlines without compiling them, and the next width would then compile
@@ -743,7 +438,7 @@ def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers(tmp_path):
     code = """if True:
         import ranx, tieaware
         from numba import typeof
-        from tieaware import ranx_reader
+        from tieaware.readers import typed_dicts
         from tieaware.warming import _dispatchers
 
         qrels = ranx.Qrels({"q1": {"d1": 1, "d3": 0}})
@@ -752,7 +447,7 @@ def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers(tmp_path):
         wide = ranx.Run({"q1": {"d1": 0.5, "d" + "x" * 40 + "y": 0.5, "d3": 0.25}})
         tieaware.evaluate(qrels, wide, "ndcg@2")
         tieaware.evaluate(ranx.Qrels({"q1": {"d1": 1, "d" + "z" * 30: 0}}), wide, "ndcg@2")
-        assert [typeof(wide.run)] == [signature[0] for signature in ranx_reader.run_chunk.signatures][1:]
+        assert [typeof(wide.run)] == [signature[0] for signature in typed_dicts.run_chunk.signatures][1:]
         after = {kernel: len(kernel.signatures) for kernel in _dispatchers()}
         assert after == kernels, {kernel.py_func.__qualname__: n for kernel, n in after.items() if n != kernels[kernel]}
     """
@@ -783,37 +478,11 @@ def test_ids_holding_nul_are_read_whole():
     assert _groups_of(ranked_lists(qrels, run)) == _brute_force_groups(qrels, run)
 
 
-@settings(max_examples=100, deadline=None)
-@given(ids=st.lists(st.text(alphabet=st.sampled_from("ab\u00e9\u20ac\U0001d11e\ufffd\ud8000"), max_size=8),
-                    max_size=12))
-def test_ids_found_at_their_nuls_hash_as_ids_with_known_bounds(ids):
-    """`_scan_ids` (the dict reader's pass over ids each followed by NUL) gives each id's bounds and
-    the `id_hash` that ids with known bounds get (judged ids, ranx's ids): ids of every length mod 3,
-    empty ids, 2- and 4-byte code points, a lone surrogate."""
-    from tieaware.kernels.groups import SEED, _scan_ids, id_hash
-
-    codes = np.frombuffer("".join(f"{i}\0" for i in ids).encode("utf-32-le", "surrogatepass"), np.uint32)
-    lo, hi, hashes = (np.empty(len(ids), dtype) for dtype in (np.int64, np.int64, np.uint64))
-    assert _scan_ids(codes, lo, hi, hashes, SEED)
-    ends = np.cumsum([len(i) + 1 for i in ids], dtype=np.int64) - 1
-    assert np.array_equal(hi, ends) and np.array_equal(lo, ends - [len(i) for i in ids])
-    assert hashes.tolist() == [int(id_hash(codes, a, b, SEED)) for a, b in zip(lo, hi)]
-
-
-@pytest.mark.parametrize("ids", [["a", "b\0"], ["\0"], ["a\0b", "c"], ["x", "\0y"]])
-def test_scan_ids_refuses_ids_holding_nul(ids):
-    """A NUL inside an id, at its start or end, in the last id or alone, leaves more NULs than ids."""
-    from tieaware.kernels.groups import SEED, _scan_ids
-
-    codes = np.frombuffer("".join(f"{i}\0" for i in ids).encode("utf-32-le"), np.uint32)
-    assert not _scan_ids(codes, *(np.empty(len(ids), dtype) for dtype in (np.int64, np.int64, np.uint64)), SEED)
-
-
 def test_ranx_qrels_beside_a_dict_run_read_in_chunks_on_a_worker(monkeypatch):
     """A ranx Qrels with a dict run: its judgments, read whole, are handed to the chunks of the dict
     run in the worker pipeline; the arrays equal those of the qrels as a dict read in one piece."""
-    from tieaware import ranked_lists as module
     from tieaware import threads
+    from tieaware.readers import lists as module
 
     qrels, run = _tied_pair(5)
     whole = ranked_lists(qrels, run)
@@ -830,8 +499,9 @@ def test_a_chunk_with_ids_holding_nul_is_read_again_in_place(monkeypatch, n_thre
     than ids); that chunk alone is read again with the ids' bounds, in its place between the chunks
     before and after it, on one thread and in the worker pipeline: the groups equal a brute-force
     reading and the reading in one piece."""
-    from tieaware import ranked_lists as module
     from tieaware import threads
+    from tieaware.readers import dicts
+    from tieaware.readers import lists as module
 
     run = {f"q{q}": {f"d{d}": float(d % 3) for d in range(8)} for q in range(6)}
     run["q3"] = {"d1": 1.0, "d1\0": 1.0, "\0": 0.0, "d\0\0x": 2.0, "d2": 2.0}
@@ -841,14 +511,14 @@ def test_a_chunk_with_ids_holding_nul_is_read_again_in_place(monkeypatch, n_thre
     monkeypatch.setattr(module, "CHUNK_DOCS", 8)  # one query a chunk
     monkeypatch.setattr(threads, "n_threads", lambda: n_threads)
     refused = []
-    read = module.read_chunk
+    read = dicts.read_chunk
 
     def counted(*args):
         done = read(*args)
         refused.append(not done)
         return done
     counted.compile, counted.typeof_pyval = read.compile, read.typeof_pyval
-    monkeypatch.setattr(module, "read_chunk", counted)
+    monkeypatch.setattr(dicts, "read_chunk", counted)
     chunked = ranked_lists(qrels, run)
     assert refused.count(True) == 1 and len(refused) == len(run) + 1  # q3 read twice, once refused
     _assert_same_lists(chunked, whole)
@@ -867,27 +537,12 @@ def test_no_queries_give_nan_with_a_warning_never_zero(qrels_kind, run_kind):
         assert math.isnan(tieaware.evaluate({}, {}, "ndcg@10"))
 
 
-# ------------------------------------------------------------ error family
-@pytest.mark.parametrize("call,builtin", [
-    (lambda: tieaware.evaluate("/nonexistent/qrels.trec", RUN, "mrr"), FileNotFoundError),
-    (lambda: tieaware.evaluate(QRELS, RUN, "ndcg@x"), ValueError),
-    (lambda: tieaware.evaluate(QRELS, {"q1": {"d1": "x"}}, "mrr"), ValueError),
-    (lambda: tieaware.evaluate(QRELS, RUN, "mrr", oblivious="pytrec"), ValueError),
-    (lambda: tieaware.census(RUN, ks=[0]), ValueError),
-    (lambda: tieaware.compare(QRELS, {"a": RUN, "b": RUN}, "mrr", stat_test="wilcoxon"), ValueError),
-])
-def test_input_errors_are_tieaware_errors_and_the_builtin_they_replace(call, builtin):
-    with pytest.raises(TieawareError) as caught:
-        call()
-    assert isinstance(caught.value, builtin)
-
-
 def test_every_input_reaches_the_dict_chunk_reader_with_one_signature(monkeypatch):
     """An empty chunk, empty qrels, ranx Qrels beside a dict run, non-string ids: `read_chunk` gets
     arrays of one layout (numba types a read-only array apart from a writable one, and would compile
     it again, on the worker thread)."""
-    from tieaware import ranked_lists as module
     from tieaware.kernels.groups import read_chunk
+    from tieaware.readers import lists as module
 
     monkeypatch.setattr(module, "CHUNK_DOCS", 4)
     qrels, run = {"q0": {"d1": 1}, "q1": {"d1": 1, "d2": 0}}, {"q0": {}, "q1": {f"d{i}": 0.5 for i in range(9)}}

@@ -1,0 +1,79 @@
+"""TREC files read as trec_eval reads them, or refused naming file and line."""
+import bz2
+import gzip
+import lzma
+
+import pytest
+
+import tieaware
+from tieaware import InputError
+
+RUN = {"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.2, "d4": 0.9}, "q2": {"d5": 0.3, "d6": 0.3, "d7": 0.3}}
+
+
+# -------------------------------------------------------------- TREC files
+def test_byte_order_mark_is_dropped(tmp_path):
+    run = tmp_path / "run.trec"
+    run.write_bytes(b"\xef\xbb\xbfq1 Q0 d1 1 0.5 x\nq1 Q0 d2 2 0.4 x\n")
+    assert list(tieaware.read_trec_run(run)) == ["q1"]
+    res = tieaware.evaluate({"q1": {"d1": 1}, "q2": {"d1": 1}}, str(run), "ndcg@10", make_comparable=True)
+    assert res.per_query.loc["q1", "expected"] == 1.0
+
+
+@pytest.mark.parametrize("opener,suffix", [(gzip.open, ".gz"), (bz2.open, ".bz2"), (lzma.open, ".xz"),
+                                           (gzip.open, "")])
+def test_compressed_files_read_like_plain_ones(tmp_path, opener, suffix):
+    text = "# trec_eval 10 comment\nq1 0 d1 1\n\nq1 0 d2 0\nq2 0 d5 1\n"
+    path = tmp_path / f"qrels.trec{suffix}"
+    with opener(path, "wt", encoding="utf-8") as handle:
+        handle.write(text)
+    plain = tmp_path / "plain.trec"
+    plain.write_text(text)
+    assert tieaware.read_trec_qrels(path) == tieaware.read_trec_qrels(plain) == {"q1": {"d1": 1, "d2": 0},
+                                                                                  "q2": {"d5": 1}}
+
+
+def test_undecodable_bytes_name_file_and_line(tmp_path):
+    run = tmp_path / "run.trec"
+    run.write_bytes(b"q1 Q0 d1 1 0.5 x\nq1 Q0 d\xff 2 0.4 x\n")
+    with pytest.raises(InputError, match=r"run.trec:2: run file is not valid UTF-8"):
+        tieaware.read_trec_run(run)
+    broken = tmp_path / "broken.trec.gz"
+    lines = "".join(f"q1 Q0 d{i} {i} 0.5 x\n" for i in range(1000)).encode()
+    broken.write_bytes(gzip.compress(lines)[:200])
+    with pytest.raises(InputError, match="broken.trec.gz: cannot decompress"):
+        tieaware.read_trec_run(broken)
+
+
+@pytest.mark.parametrize("grade,message", [("1.5", "trec_eval would silently read it as 1"),
+                                           ("2e1", "trec_eval would silently read it as 2"),
+                                           ("inf", "is not an integer grade"), ("1_0", "is not an integer grade"),
+                                           ("١", "is not an integer grade")])
+def test_trec_grades_are_integers(tmp_path, grade, message):
+    qrels = tmp_path / "qrels.trec"
+    qrels.write_text(f"q1 0 d1 {grade}\n", encoding="utf-8")
+    with pytest.raises(InputError, match=f"qrels.trec:1: relevance .*{message}"):
+        tieaware.read_trec_qrels(qrels)
+
+
+def test_integer_written_grades_are_accepted(tmp_path):
+    qrels = tmp_path / "qrels.trec"
+    qrels.write_text("q1 0 d1 2.0\nq1 0 d2 -1\nq1 0 d3 +3\n")
+    assert tieaware.read_trec_qrels(qrels) == {"q1": {"d1": 2, "d2": -1, "d3": 3}}
+
+
+@pytest.mark.parametrize("score", ["0_4", "١٢", "0x1p3", "1.5abc"])
+def test_scores_c_atof_would_read_differently_are_rejected(tmp_path, score):
+    run = tmp_path / "run.trec"
+    run.write_text(f"q1 Q0 d1 1 {score} x\n", encoding="utf-8")
+    with pytest.raises(InputError, match="run.trec:1: score .* is not a number"):
+        tieaware.read_trec_run(run)
+
+
+def test_directory_and_column_layout_messages(tmp_path):
+    with pytest.raises(InputError, match="is a directory"):
+        tieaware.evaluate(str(tmp_path), RUN, "mrr")
+    run = tmp_path / "run.trec"
+    run.write_text("q1 d1 1 0.5\n")
+    with pytest.raises(InputError, match=r"qid Q0 docid rank score tag.*qid docid rank score"):
+        tieaware.read_trec_run(run)
