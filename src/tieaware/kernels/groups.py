@@ -48,7 +48,7 @@ ODD = np.uint64(0x100000001B3)  # FNV's prime: the fingerprint's polynomial base
 _MIX = np.uint64(0xFF51AFD7ED558CCD)  # murmur3's fmix64 multipliers
 _MIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: multiplicative hashing
-RUN = 32  # `_merge_sort` sorts runs of this many elements by insertion before merging
+RUN = 32  # `_sort_keys` and `_sort_members` sort runs of this many elements by insertion before merging
 
 
 class Scratch(NamedTuple):
@@ -84,14 +84,8 @@ class GroupArrays(NamedTuple):
     grp_mem_end: np.ndarray  #: and end
 
 
-class ByKey(NamedTuple):
-    """Sort order of `_merge_sort`: element x before y when keys[x] < keys[y]."""
-
-    keys: np.ndarray
-
-
 class ByMember(NamedTuple):
-    """Sort order of `_merge_sort` over members (`_member_before`)."""
+    """Sort order of `_sort_members` (`_member_before`)."""
 
     by_id: np.bool_
     docs: np.ndarray
@@ -261,22 +255,9 @@ def _member_before(order, x, y):
     return a < b
 
 
-def precedes(order, x, y):
-    """Whether element x sorts strictly before element y under `order` (`ByKey` or `ByMember`)."""
-
-
-@overload(precedes)
-def _precedes_impl(order, x, y):
-    if isinstance(order, types.BaseNamedTuple) and order.instance_class is ByKey:
-        return lambda order, x, y: order.keys[x] < order.keys[y]
-    if isinstance(order, types.BaseNamedTuple) and order.instance_class is ByMember:
-        return lambda order, x, y: _member_before(order, x, y)
-    return None
-
-
 @kernel(**INNER)
-def _merge_sort(perm, lo, hi, tmp, order):
-    """Sort perm[lo:hi] (element indices) by `precedes` under `order`, stably: runs of `RUN` sorted by
+def _sort_keys(perm, lo, hi, tmp, keys):
+    """Sort perm[lo:hi] (element indices) by keys[perm] ascending, stably: runs of `RUN` sorted by
     insertion, then merged bottom-up through tmp[lo:hi]; O(m log m) comparisons and no allocation for m
     elements (the runs save most of a merge sort's passes on the short segments met here)."""
     for start in range(lo, hi, RUN):
@@ -284,7 +265,7 @@ def _merge_sort(perm, lo, hi, tmp, order):
         for k in range(start + 1, end):
             x = perm[k]
             t = k
-            while t > start and precedes(order, x, perm[t - 1]):
+            while t > start and keys[x] < keys[perm[t - 1]]:
                 perm[t] = perm[t - 1]
                 t -= 1
             perm[t] = x
@@ -295,7 +276,7 @@ def _merge_sort(perm, lo, hi, tmp, order):
             right = min(left + 2 * width, hi)
             i, j = left, mid
             for k in range(left, right):
-                if j >= right or i < mid and not precedes(order, perm[j], perm[i]):
+                if j >= right or i < mid and not keys[perm[j]] < keys[perm[i]]:
                     tmp[k] = perm[i]
                     i += 1
                 else:
@@ -306,17 +287,48 @@ def _merge_sort(perm, lo, hi, tmp, order):
         width *= 2
 
 
+@kernel(**INNER)
+def _sort_members(perm, lo, hi, tmp, order):
+    """`_sort_keys` with `_member_before` under `order` (`ByMember`) as the comparison. A copy, not one
+    sort taking the comparison through an ``overload``: numba does not inline that call, which made
+    reading a ranx Run about 18% slower."""
+    for start in range(lo, hi, RUN):
+        end = min(start + RUN, hi)
+        for k in range(start + 1, end):
+            x = perm[k]
+            t = k
+            while t > start and _member_before(order, x, perm[t - 1]):
+                perm[t] = perm[t - 1]
+                t -= 1
+            perm[t] = x
+    width = RUN
+    while width < hi - lo:
+        for left in range(lo, hi, 2 * width):
+            mid = min(left + width, hi)
+            right = min(left + 2 * width, hi)
+            i, j = left, mid
+            for k in range(left, right):
+                if j >= right or i < mid and not _member_before(order, perm[j], perm[i]):
+                    tmp[k] = perm[i]
+                    i += 1
+                else:
+                    tmp[k] = perm[j]
+                    j += 1
+        for k in range(lo, hi):
+            perm[k] = tmp[k]
+        width *= 2
+
+
 @kernel
 def argsort_segments(keys, offsets):
     """The permutation sorting each segment keys[offsets[s]:offsets[s + 1]] ascending, stably (numpy's
-    ``lexsort((keys, segment))`` for contiguous segments) by `_merge_sort`: O(n log m) for segments of
+    ``lexsort((keys, segment))`` for contiguous segments) by `_sort_keys`: O(n log m) for segments of
     at most m, and no numpy sort to compile (np.argsort in a kernel makes an empty cache's first call
     slower)."""
     perm = np.arange(keys.shape[0])
     tmp = np.empty(keys.shape[0], np.int64)
-    order = ByKey(keys)
     for s in range(offsets.shape[0] - 1):
-        _merge_sort(perm, offsets[s], offsets[s + 1], tmp, order)
+        _sort_keys(perm, offsets[s], offsets[s + 1], tmp, keys)
     return perm
 
 
@@ -406,7 +418,7 @@ def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key
             by_id[f] = f
             f += 1
     # typed flags, not literals (`tieaware.kernels.INNER`): one compiled sort serves both orders
-    _merge_sort(by_id, np.int64(0), found, work.tmp,
+    _sort_members(by_id, np.int64(0), found, work.tmp,
                 ByMember(np.bool_(False), key_doc, grade, scores, doc_key, codes, id_lo, id_hi))
     for p in range(found):
         d = mem_doc[p] = key_doc[by_id[p]]
@@ -433,7 +445,7 @@ def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key
         for t in range(lo, hi + 1):
             passed[passed_cell(b, t)] = 0
         if hi - lo > 1:
-            _merge_sort(by_id, lo, hi, work.tmp, by_ids)
+            _sort_members(by_id, lo, hi, work.tmp, by_ids)
     return g
 
 
