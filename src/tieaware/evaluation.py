@@ -89,6 +89,14 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         `EvaluationReport` (a dict keyed by the names given; a name that expands,
         such as trec_eval's ``P`` or ``P.5,10``, gives one entry per member).
 
+    Raises:
+        InputError: data that cannot be evaluated, named by query, document or file line (a NaN or
+            infinite score, a malformed file: `MissingFileError` when it does not exist); a run whose
+            queries differ from the qrels' without ``make_comparable`` (`QueryMismatchError`); an
+            ``oblivious`` order, ``relevance_level`` or ``threads`` out of range; ``save_results_in_run``
+            with a run that is not a ranx ``Run``.
+        UnknownMetricError: a metric name in none of the syntaxes; the message lists them.
+
     Examples:
         >>> qrels = {"q1": {"d1": 1}}
         >>> run = {"q1": {"d1": 0.5, "d2": 0.5}}

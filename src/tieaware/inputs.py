@@ -218,6 +218,14 @@ def read_trec_run(path) -> dict:
     Raises:
         InputError: a malformed line, named by file and line number (a missing file is a
             `MissingFileError`, also a `FileNotFoundError`).
+
+    Examples:
+        >>> import tieaware
+        >>> with open("run.txt", "w") as f:
+        ...     print("q1 Q0 d1 1 0.5 bm25", file=f)
+        ...     print("q1 Q0 d2 2 0.5 bm25", file=f)
+        >>> tieaware.read_trec_run("run.txt")
+        {'q1': {'d1': 0.5, 'd2': 0.5}}
     """
     return _read_trec(path, kind="run")
 
@@ -234,6 +242,14 @@ def read_trec_qrels(path) -> dict:
     Raises:
         InputError: a malformed line or a fractional grade, named by file and line number (a
             missing file is a `MissingFileError`, also a `FileNotFoundError`).
+
+    Examples:
+        >>> import tieaware
+        >>> with open("qrels.txt", "w") as f:
+        ...     print("q1 0 d1 1", file=f)
+        ...     print("q1 0 d2 0", file=f)
+        >>> tieaware.read_trec_qrels("qrels.txt")
+        {'q1': {'d1': 1, 'd2': 0}}
     """
     return _read_trec(path, kind="qrels")
 
@@ -680,6 +696,12 @@ def load_mteb_predictions(predictions, subset: str | None = None, split: str | N
     Raises:
         InputError: the subset or split is missing or ambiguous (the message lists those there
             are), or the file is not MTEB predictions.
+
+    Examples:
+        >>> import tieaware
+        >>> predictions = {"mteb_model_meta": {}, "default": {"test": {"q1": {"d1": 0.5, "d2": 0.5}}}}
+        >>> tieaware.load_mteb_predictions(predictions)
+        {'q1': {'d1': 0.5, 'd2': 0.5}}
     """
     if isinstance(predictions, (str, os.PathLike)):
         path = _checked_path(predictions, "MTEB predictions")

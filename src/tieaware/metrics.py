@@ -60,6 +60,12 @@ class MetricSpec:
             grades not listed keep their value; None: none.
         judged_only: ir_measures' ``judged_only=True`` (trec_eval -J): unjudged documents are removed
             from the run before ranking.
+
+    Examples:
+        >>> import tieaware
+        >>> spec = tieaware.parse_metric("ndcg_cut.10")
+        >>> spec.family, spec.k, spec.gain
+        ('ndcg', 10, 'linear')
     """
 
     name: str
@@ -198,6 +204,13 @@ def parse_metric(name: str, relevance_level: float = 1) -> MetricSpec:
 
     Raises:
         UnknownMetricError: the name is in none of the syntaxes; the message lists them.
+
+    Examples:
+        >>> import tieaware
+        >>> [(s.family, s.k) for s in map(tieaware.parse_metric, ["ndcg@10", "ndcg_cut.10", "nDCG@10"])]
+        [('ndcg', 10), ('ndcg', 10), ('ndcg', 10)]
+        >>> tieaware.parse_metric("P(rel=2)@5").relevance_level
+        2
     """
     if not isinstance(name, str):
         raise UnknownMetricError(f"Metric names are strings, got {name!r} ({type(name).__name__}).")
