@@ -373,21 +373,6 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
     return result, tag
 
 
-def _numba_without_scipy() -> None:
-    """Load numba's array implementations (which every kernel's first call loads) without the
-    ``scipy.linalg.cython_blas`` import they make to see whether BLAS is there (0.2 s and 17 MB, a
-    quarter of ``tieaware eval``'s start): without it numba's ``np.correlate``/``np.convolve`` use
-    a loop of their own, which no tieaware kernel calls; ``np.dot`` still imports scipy when compiled.
-    Only the command line does this, once, before any kernel runs."""
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg.cython_blas" in sys.modules:
-        return
-    sys.modules["scipy.linalg.cython_blas"] = None  # type: ignore[assignment]  # `import` raises ImportError
-    try:
-        import numba.np.arraymath  # noqa: F401
-    finally:
-        del sys.modules["scipy.linalg.cython_blas"]
-
-
 def cmd_eval(args) -> int:
     from .inputs import load_qrels
 
@@ -403,7 +388,9 @@ def cmd_eval(args) -> int:
         raise InputError("--per-query-out takes one run (write one table per run, then `tieaware merge` them).")
     check_outputs([args.per_query_out], [args.qrels, *args.runs])
     _one_stdin(args.qrels, args.runs)
-    _numba_without_scipy()
+    from .kernels.numba_compat import load_numba_arrays_without_scipy
+
+    load_numba_arrays_without_scipy()
     qrels = load_qrels(args.qrels)
     if not isinstance(qrels, dict):
         qrels = qrels.to_dict()

@@ -10,10 +10,12 @@ pyproject.toml's dependencies). What they are for:
   the ``PY_UNICODE_*_KIND`` widths): ranx's typed-dict keys;
 * numba's on-disk cache classes (`FunctionCache`, `IndexDataCacheFile`) that `disk_cache`
   extends, and `use_cache`, which installs such a cache on a dispatcher;
-* `Dispatcher`, the type of a jitted function (``tieaware warmup`` finds the kernels by it).
+* `Dispatcher`, the type of a jitted function (``tieaware warmup`` finds the kernels by it);
+* `load_numba_arrays_without_scipy`: numba's array module without its BLAS probe.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numba
@@ -46,4 +48,19 @@ def use_cache(dispatcher: Any, cache: Any) -> None:
 
 __all__ = ["TESTED", "PY_UNICODE_1BYTE_KIND", "PY_UNICODE_2BYTE_KIND", "PY_UNICODE_4BYTE_KIND", "Dispatcher",
            "FunctionCache", "IndexDataCacheFile", "empty_string", "get_code_point", "set_code_point",
-           "unicode_charseq_get_code", "use_cache"]
+           "load_numba_arrays_without_scipy", "unicode_charseq_get_code", "use_cache"]
+
+
+def load_numba_arrays_without_scipy() -> None:
+    """Load numba's array implementations (which every kernel's first call loads) without the
+    ``scipy.linalg.cython_blas`` import they make to see whether BLAS is there (a large share of
+    ``tieaware eval``'s start time and memory): without it numba's ``np.correlate``/``np.convolve`` use
+    a loop of their own, which no tieaware kernel calls; ``np.dot`` still imports scipy when compiled.
+    ``tieaware eval`` does this, once, before any kernel runs."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg.cython_blas" in sys.modules:
+        return
+    sys.modules["scipy.linalg.cython_blas"] = None  # type: ignore[assignment]  # `import` raises ImportError
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        del sys.modules["scipy.linalg.cython_blas"]
