@@ -77,6 +77,8 @@ def command() -> str:
             continue
         if arg.startswith("--markdown="):
             continue
+        if Path(arg).expanduser().is_absolute() and args and args[-1].startswith("--"):
+            arg = args[-1].lstrip("-").replace("-", "_").upper()  # a path of this machine: its placeholder
         args.append(arg)
     script = Path(sys.argv[0])
     try:
