@@ -61,6 +61,7 @@ def test_report_is_ranx_s_with_the_objective_values():
     (dict(objective="max"), "objective must be one of"),
     (dict(penalty=-1.0), "penalty must be a number >= 0"),
     (dict(penalty=math.nan), "penalty must be a number >= 0"),
+    (dict(penalty=math.inf), "penalty must be a number >= 0 and finite"),
     (dict(method="rrf", weights=3), r"unknown search option\(s\) \['weights'\]"),
     (dict(metric=["ndcg@10", "map"]), "one metric"),
 ])

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from .arguments import is_limit
+from .arguments import is_finite
 from .errors import InputError
 from .evaluation import evaluate
 from .report import MetricResult
@@ -105,8 +105,8 @@ def optimize_fusion(qrels: QrelsLike, runs: Sequence[ranx.Run], norm: str | None
 
     if objective not in OBJECTIVES:
         raise InputError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
-    if not is_limit(penalty):
-        raise InputError(f"penalty must be a number >= 0, got {penalty!r}.")
+    if not (is_finite(penalty) and penalty >= 0):  # inf * 0 ties is NaN: no trial would ever win
+        raise InputError(f"penalty must be a number >= 0 and finite, got {penalty!r}.")
     if not isinstance(metric, str):
         raise InputError(f"optimize_fusion tunes one metric, given by name; got {metric!r}.")
     if len(runs) < 2:
