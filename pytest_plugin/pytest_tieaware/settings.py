@@ -3,7 +3,6 @@ marker, then the command line, then the ini file. Pure Python: importing it load
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any
 
 import pytest
@@ -36,7 +35,7 @@ def non_negative_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if math.isnan(value) or value < 0:
+    if not is_limit(value):
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
     return value
 

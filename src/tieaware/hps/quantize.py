@@ -296,8 +296,9 @@ class QuantizedIndex:
         if calibrated is None:  # binary: (words, docs), each XOR pass reads one contiguous row
             self._doc_words = np.ascontiguousarray(_words(_as_uint8_bits(self.codes)).T)
         else:
-            self._steps, self._offset = _steps(calibrated), np.float32(128 if self.scheme == "int8" else 0)
-            self._min = calibrated[0]
+            self._steps = _steps(calibrated)
+            #: (offset * step + min) of `dequantize`, the part of a dequantized row that is the same for all
+            self._shift = np.float32(128 if self.scheme == "int8" else 0) * self._steps + calibrated[0]
         self._doc_floats: np.ndarray | None = None  # int8/uint8: the codes as exact BLAS floats, made at first search
 
     def quantize_queries(self, queries: Embeddings) -> np.ndarray:
@@ -406,7 +407,7 @@ class QuantizedIndex:
             docs = dequantize(self.codes[rows], self.scheme, dim=self.dim)
         else:  # (c + offset) * step + min, dotted with q, expanded so no dequantized matrix is built
             return (self.codes[rows].astype(np.float32) @ (query * self._steps)
-                    + (self._offset * self._steps + self._min) @ query)
+                    + self._shift @ query)
         return docs @ query
 
     def describe(self, rescore: str | None = None, rescore_k: int | None = None) -> dict:

@@ -38,6 +38,7 @@ class PromptReranker(Scorer):
         super().__init__(model, tokenizer, **kwargs)
         before, after = template.split("{document}")
         self._before, self._after, self.instruction = before, after, instruction
+        self._head_checked = False  # `_check_head` runs once, on the first batch
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:
             self.pad_id = self.tokenizer.eos_token_id
@@ -88,7 +89,7 @@ class PromptReranker(Scorer):
                 prompts = self._prompts([query_texts[i] for i in batch], [doc_texts[i] for i in batch])
                 inputs = self._left_padded(prompts)
                 hidden = self.model.base_model(**inputs).last_hidden_state[:, -1]
-                if not getattr(self, "_head_checked", False):
+                if not self._head_checked:
                     self._check_head(inputs, lm_head, token_ids)
                 logits = {}
                 if {"none", "upcast"} & set(modes):

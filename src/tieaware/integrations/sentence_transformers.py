@@ -192,12 +192,15 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
                              "sentence-transformers' InformationRetrievalEvaluator(write_predictions=True).")
         self.csv_file = "TieAware-" + self.csv_file
 
+    def _max_k(self) -> int:
+        """The largest cutoff of any metric asked for."""
+        return max(*self.mrr_at_k, *self.ndcg_at_k, *self.accuracy_at_k, *self.precision_recall_at_k, *self.map_at_k)
+
     def _candidates(self, model: Any, score_functions: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
                     ) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
         """Per score function, per query: (corpus indices, scores) of its top max(k) documents and
         every document tied with the last of them."""
-        max_k = max(*self.mrr_at_k, *self.ndcg_at_k, *self.accuracy_at_k, *self.precision_recall_at_k,
-                    *self.map_at_k)
+        max_k = self._max_k()
         # embed_inputs is annotated np.ndarray but returns a tensor (it encodes with convert_to_tensor=True)
         if self.encode is None:
             queries = cast(torch.Tensor, self.embed_inputs(model, self.queries, encode_fn_name="query",
@@ -244,8 +247,7 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
             self.score_functions = score_functions
             self.score_function_names = sorted(score_functions)
         candidates = self._candidates(model, score_functions)
-        max_k = max(*self.mrr_at_k, *self.ndcg_at_k, *self.accuracy_at_k, *self.precision_recall_at_k,
-                    *self.map_at_k)
+        max_k = self._max_k()
         qids = [str(q) for q in self.queries_ids]
         qrels = {str(q): {str(d): 1 for d in self.relevant_docs[q]} for q in self.queries_ids}
         n_relevant = np.array([len(qrels[q]) for q in qids], np.float64)
@@ -391,17 +393,16 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
             run[str(i)] = dict(zip(ids, these.astype(np.float64).tolist()))
             theirs.append(self.compute_metrics(relevant, these))  # type: ignore[no-untyped-call]  # unannotated
         reported = np.sum(theirs, axis=0) / len(self.samples) if theirs else np.zeros(3)
-        keys = {"map": "map", f"mrr@{self.at_k}": f"mrr@{self.at_k}", f"ndcg@{self.at_k}": f"ndcg@{self.at_k}"}
         positions = {"map": 2, f"mrr@{self.at_k}": 0, f"ndcg@{self.at_k}": 1}  # compute_metrics: mrr, ndcg, ap
         # a list of metric names gives an EvaluationReport
-        report = cast(EvaluationReport, evaluate(qrels, run, list(keys.values()))) if qrels else None
+        report = cast(EvaluationReport, evaluate(qrels, run, list(positions))) if qrels else None
         metrics: dict[str, float] = {}
-        for key, name in keys.items():
+        for name, position in positions.items():
             if report is None:
                 stats = dict.fromkeys(STATISTICS, 0.0)
             else:
-                stats = _summary(report[name].per_query, len(self.samples), reported[positions[key]])
-            metrics.update({f"{key}_{stat}": stats[stat] for stat in STATISTICS})
+                stats = _summary(report[name].per_query, len(self.samples), reported[position])
+            metrics.update({f"{name}_{stat}": stats[stat] for stat in STATISTICS})
         metrics.update(self._base_metrics())
         _write_csv(output_path, self.write_csv, self.csv_file, epoch, steps, metrics)
         metrics = self.prefix_name_to_metrics(metrics, self.name)

@@ -93,7 +93,6 @@ class TieAwareRetrieval(Metric):
         super().__init__(**kwargs)
         check_oblivious(oblivious, allow_none=True)
         self.metric_names = [spec.name for spec in parse_metrics(metrics, relevance_level)]
-        self.metrics = metrics
         self.oblivious = oblivious
         self.relevance_level = relevance_level
         self.add_state("indexes", default=[], dist_reduce_fx="cat")
@@ -126,7 +125,7 @@ class TieAwareRetrieval(Metric):
             raise InputError("TieAwareRetrieval.compute() was called before any update().")
         indexes, preds, target = (dim_zero_cat(state) for state in (self.indexes, self.preds, self.target))
         # a list of metric names gives an EvaluationReport
-        report = cast(EvaluationReport, evaluate_arrays(indexes, preds, target, list(self.metric_names),
+        report = cast(EvaluationReport, evaluate_arrays(indexes, preds, target, self.metric_names,
                                                         relevance_level=self.relevance_level,
                                                         oblivious=self.oblivious or "trec_eval"))
         stats = ["expected", "min", "max", "range"] + (["oblivious", "bias"] if self.oblivious else [])
