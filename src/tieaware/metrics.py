@@ -28,7 +28,6 @@ from typing import Any, NoReturn
 
 from .errors import UnknownMetricError
 from .registry import (
-    COUNT_FAMILIES,
     DCG,
     FAMILIES,
     JUDGED_ONLY,
@@ -85,7 +84,7 @@ class MetricSpec:
     def aggregate(self) -> str:
         """How per-query values combine over queries: "sum" for the counts (as trec_eval
         and ir_measures report them), else "mean"."""
-        return "sum" if self.family in COUNT_FAMILIES else "mean"
+        return FAMILIES[self.family].aggregate
 
 
 def _table(syntax: str) -> dict[str, Name]:

@@ -282,7 +282,6 @@ NAMES: tuple[Name, ...] = tuple(name for family in FAMILIES.values() for name in
 TREC_DEFAULT_CUTOFFS: dict[str, tuple[int, ...]] = {
     f.trec_cut: f.trec_cutoffs for f in FAMILIES.values() if f.trec_cut and f.trec_cutoffs}
 #: the families summed over queries rather than averaged (trec_eval's and ir_measures' counts)
-COUNT_FAMILIES = tuple(f.name for f in FAMILIES.values() if f.aggregate == "sum")
 
 #: trec_eval's measures in the order it prints them (its ``te_trec_measures`` table), the ones tieaware computes.
 TREC_PRINT_ORDER = ("num_q", "num_ret", "num_rel", "num_rel_ret",

@@ -125,7 +125,7 @@ class _Pending:
         if whole <= 0:
             return 0
         if chunk_docs is not None:
-            reached = np.flatnonzero(np.cumsum(self.counts[:whole]) >= chunk_docs)
+            reached = np.flatnonzero(np.cumsum(self.counts[:min(whole, chunk_queries)]) >= chunk_docs)
             if reached.size:
                 return min(int(reached[0]) + 1, chunk_queries)
         return chunk_queries if whole >= chunk_queries else 0

@@ -141,7 +141,7 @@ class TrecFile:
                     if run:
                         self.tag = chunk[tag_lo:tag_hi].decode("utf-8")
                     yield Block(self.path, queries[:n_q - 1].tobytes().decode("utf-8").split("\n"),
-                                seg_start[:n_seg + 1].copy(), docs[:n_doc].copy(), values.copy(),
+                                seg_start[:n_seg + 1].copy(), docs[:n_doc].copy(), values,
                                 rec_line[:n_rec].astype(np.int64) + (lines_before + 1))
                 if bad >= 0:
                     raise self._line_error(chunk, bad, lines_before + bad + 1, code)

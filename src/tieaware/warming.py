@@ -80,8 +80,8 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict[str, Any]:
     """Compile, or load from numba's cache, every kernel `evaluate` and `census` use.
 
     Evaluates one metric of every family (`tieaware.registry.Family.warmup`) on a tiny synthetic
-    qrels/run with each oblivious order (trec_eval, ranx, input, ir_measures), and a tie
-    census; prints each step and its time.
+    qrels/run with each oblivious order (trec_eval, ranx, input, ir_measures), a tie census and a
+    TREC run file read (as ``tieaware eval``); prints each step and its time.
 
     Args:
         verbose: print the steps, default True.
@@ -117,15 +117,15 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict[str, Any]:
     modules: dict[str, Any] = {}
     step("import numba and the kernels", lambda: modules.update(
         evaluation=import_module("tieaware.evaluation"), tie_census=import_module("tieaware.tie_census"),
-        ranked_lists=import_module("tieaware.readers.pairs")))
+        pairs=import_module("tieaware.readers.pairs")))
     dispatchers = _dispatchers()
     before = _cache_counts(dispatchers)
     evaluate = modules["evaluation"].evaluate
     step("tie groups, trec_eval's tie order",
-         lambda: modules["ranked_lists"].ranked_lists(_QRELS, _RUN).tool_rank("trec_eval"))
+         lambda: modules["pairs"].ranked_lists(_QRELS, _RUN).tool_rank("trec_eval"))
     by_module: dict[str, list[str]] = {}
     for family in FAMILIES.values():
-        by_module.setdefault(family.kernel_module.rsplit(".", 1)[-1], []).append(family.warmup)
+        by_module.setdefault(family.kernel.split(".")[0], []).append(family.warmup)
     for module, metrics in by_module.items():
         step(f"{module} family: {', '.join(metrics)}", functools.partial(evaluate, _QRELS, _RUN, metrics))
     for order, label in (("ranx", "ranx's tie order"), ("input", "input order")):

@@ -100,26 +100,27 @@ class RankedLists:
             elif oblivious.startswith(("torch_", "numpy_")):
                 self._tool_ranks[oblivious] = self._sorted_ranks(oblivious)
             else:
-                ranks = self.mem_input_rank.copy()
-                ambiguous = ambiguous_groups(self.n_groups, self.mem_offsets, self.grp_size, self.grp_mem_start,
-                                             self.grp_mem_end, self.mem_rel)
-                offsets = np.zeros(len(self.query_ids) + 1, np.int64)
-                np.cumsum(self.n_ret, out=offsets[1:])
+                ranks, ambiguous, offsets = self._input_ranks_and_ambiguous()
                 ranx_ranks(offsets, self.all_scores(), self.n_groups, self.mem_offsets, self.grp_above,
                            self.grp_mem_start, self.grp_mem_end, self.mem_index, ambiguous, self.ranx_order, ranks)
                 self._tool_ranks[oblivious] = ranks
         return self._tool_ranks[oblivious]
+
+    def _input_ranks_and_ambiguous(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What a tool order starts from: a copy of the input ranks (to overwrite in the ambiguous
+        groups), the groups whose order the tool decides (`ambiguous_groups`), the run's CSR offsets."""
+        ambiguous = ambiguous_groups(self.n_groups, self.mem_offsets, self.grp_size, self.grp_mem_start,
+                                     self.grp_mem_end, self.mem_rel)
+        offsets = np.zeros(len(self.query_ids) + 1, np.int64)
+        np.cumsum(self.n_ret, out=offsets[1:])
+        return self.mem_input_rank.copy(), ambiguous, offsets
 
     def _sorted_ranks(self, order: str) -> np.ndarray:
         """Ranks inside tie groups under a torch order (`tieaware.engine.torchmetrics_order`) or numpy's
         reversed argsort, found by running that sort on each query with an ambiguous group (float32 scores
         in input order, as torchmetrics casts them and sentence-transformers' CrossEncoder.predict returns
         them)."""
-        ranks = self.mem_input_rank.copy()
-        ambiguous = ambiguous_groups(self.n_groups, self.mem_offsets, self.grp_size, self.grp_mem_start,
-                                     self.grp_mem_end, self.mem_rel)
-        offsets = np.zeros(len(self.query_ids) + 1, np.int64)
-        np.cumsum(self.n_ret, out=offsets[1:])
+        ranks, ambiguous, offsets = self._input_ranks_and_ambiguous()
         scores = None
         cutoff = int(order.split("@")[1]) if "@" in order else None
         for q in range(len(self.query_ids)):

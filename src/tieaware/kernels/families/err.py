@@ -156,10 +156,11 @@ def err_moments(count, offsets, above, size, end, value, cutoff, max_steps, refu
                 if g == 1:
                     mean = value[start] / (c + 1.0)
                     square = mean * mean
-                elif dp_steps(value, start, end[gi], t) > max_steps:
-                    refused[q] = dp_steps(value, start, end[gi], t)
-                    break
                 else:
+                    steps = dp_steps(value, start, end[gi], t)
+                    if steps > max_steps:
+                        refused[q] = steps
+                        break
                     mean, square = group_moments(value, start, end[gi], g, c, t)
                 expected += carried * mean
                 variance += carried * carried * max(square - mean * mean, 0.0)
