@@ -377,7 +377,7 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
         rounding_digits, show_percentages: how the tables print numbers.
         make_comparable: score qrels queries missing from a run as 0 and drop run
             queries without qrels, instead of raising.
-        oblivious: whose tie order gives the oblivious values: "trec_eval", "ranx" or "input".
+        oblivious: whose tie order gives the oblivious values: one of `tieaware.registry.OBLIVIOUS_ORDERS`.
         relevance_level: judgments >= this are relevant unless a metric name sets its own.
         show_progress: a progress bar over runs (shown only if evaluation takes over a second).
         ignore_identical_ids: BEIR's convention: documents whose id equals the query id are

@@ -2,7 +2,8 @@
 
 Every table the library prints (reports, the CLI, the pytest plugin, the precision sweep) goes
 through `fixed` and `text_table` (a DataFrame) or `plain_table` (rows of text, tabulate's layout),
-so tiny negative noise never shows as ``-0.0000``; every progress bar is `progress`, drawn on
+so tiny negative noise never shows as ``-0.0000`` (`ComparisonReport.to_table` keeps ranx's layout
+and rounding); every progress bar is `progress`, drawn on
 stderr only when asked and only on a terminal unless forced.
 """
 from __future__ import annotations

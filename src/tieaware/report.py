@@ -49,7 +49,7 @@ class MetricResult(float):
         per_query: DataFrame indexed by query id with expected, oblivious, min, max,
             range, bias and variance (over tie orderings).
         query_ids: the queries (a tuple), in the order of per_query (the run's).
-        oblivious_order: "trec_eval", "ranx" or "input".
+        oblivious_order: one of `tieaware.registry.OBLIVIOUS_ORDERS`.
 
     Examples:
         >>> import tieaware
@@ -235,7 +235,7 @@ def strict_json(obj: object, **kwargs: Any) -> str:
 
 def per_query_frame(query_ids: Sequence[str], table: np.ndarray) -> pd.DataFrame:
     """Per-query DataFrame from a kernel table with columns `KERNEL_COLUMNS` (pandas is imported
-    here, when a table is first asked for: ~0.15 s of every process's first evaluate otherwise).
+    here, when a table is first asked for, so that an evaluate that never asks for one never loads it).
     Query ids that UTF-8 cannot encode (a lone surrogate, as ``json.loads('"\\udcff"')`` gives)
     are kept exactly, in an object-dtype index; files refuse them (`tieaware.outputs.check_utf8_ids`)."""
     import pandas as pd

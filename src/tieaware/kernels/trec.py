@@ -68,7 +68,7 @@ def _digits(buf, i, hi, mantissa, significant):
 def _score(buf, lo, hi, powers):
     """(code, value): code 0 and the value, -1 (a number to convert from its text), or SCORE / NAN.
     Inlined, as every helper of `scan`, and given no array it does not need: a call that passes arrays
-    counts references to them (atomic operations), which cost a third of the scan."""
+    counts references to them (atomic operations)."""
     i = lo
     negative = False
     if buf[i] == 43 or buf[i] == 45:  # + -

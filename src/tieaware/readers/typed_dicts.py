@@ -28,7 +28,7 @@ aborted the process. Holding it, a kernel sees the dict as it is between two
 Python steps; a dict changed between two kernels (sizes read by `run_sizes`,
 items by `run_chunk` or `run_scores`) is noticed by comparing sizes, and the
 readers report it (`changed`) instead of writing past arrays sized before;
-`tieaware.readers.lists` then reads a `frozen` copy. So the GIL-holding part is
+`tieaware.readers.pairs` then reads a `frozen` copy. So the GIL-holding part is
 a plain copy: `group_chunk` works on it without the GIL, on worker threads,
 while the next chunk is copied. `fingerprint_part` reads disjoint ranges of
 queries (`tieaware.threads`): each range hashes from 0 and `joined` combines the
@@ -60,7 +60,7 @@ from ..kernels.numba_compat import (
 
 class ChangedWhileReadError(InputError):
     """A ranx Run or Qrels changed while tieaware read it: Python code on another thread changed it
-    (``add_score``, ``add``) during the evaluation. `tieaware.readers.lists` then reads a `frozen` copy."""
+    (``add_score``, ``add``) during the evaluation. `tieaware.readers.pairs` then reads a `frozen` copy."""
 
     def __init__(self):
         super().__init__("The ranx Run or Qrels changed while tieaware read it: another thread changed it "
@@ -309,7 +309,7 @@ def group_chunk(offsets, q_lo, q_hi, scores, codes, id_lo, id_hi, present, qid_h
     in query order from m0) from their copy by `run_chunk`, their judgments CSR by qrel_offsets (ids
     in jcodes); returns these queries' part of the Run's `fingerprint`, (hash from 0, values folded),
     when the queries are its queries in its order. Reads no typed dict: releases the GIL, so the next
-    chunk is copied meanwhile (`tieaware.readers.lists`)."""
+    chunk is copied meanwhile (`tieaware.readers.ranx`)."""
     doc_hash = np.empty(scores.shape[0], np.uint64)
     doc_key = np.empty(scores.shape[0], np.uint64)
     bits = np.empty(1, np.float64)
