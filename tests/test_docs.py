@@ -79,6 +79,17 @@ def test_readme_performance_rows_come_from_the_generated_benchmark_table():
     assert [row for row in rows if row not in generated] == []
 
 
+def test_readme_trec_eval_ratios_come_from_the_generated_benchmark_table():
+    """The README's prose ratios to trec_eval are the 10M-line row bench_trec_files wrote, rounded."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    generated = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    table = generated.split("\n10,000,000 lines", 1)[1].split("\n\n", 2)[1]
+    row = next(line for line in table.splitlines() if line.startswith("| tieaware eval |"))
+    time_ratio, rss_ratio = (float(cell) for cell in row.strip("| ").split(" | ")[3:5])
+    sentence = " ".join(readme.split())
+    assert f"{time_ratio:.2f}x trec_eval's time and {rss_ratio:.2f}x its peak memory at 10M lines" in sentence
+
+
 # ------------------------------------------------------------------ every public name documented
 SECTION = {name: re.compile(rf"^\s*(?:{name}):\s*$", re.M) for name in ("Args", "Returns|Yields", "Raises", "Examples")}
 
@@ -134,9 +145,6 @@ RAISE_NOTHING = {
     "warmup": "takes only a verbosity flag and a stream",
     "metric_key": "rewrites any string",
 }
-#: sections still missing from docstrings in modules other branches are restructuring (evaluation.py,
-#: metrics.py, inputs.py); the integrator adds the text the types branch's report gives, then empties this
-PENDING: dict[str, set[str]] = {}
 
 
 def _api_modules() -> list[str]:
@@ -168,7 +176,7 @@ def _missing_sections(name: str, obj) -> list[str]:
     user_built = inspect.isfunction(obj) or SECTION["Args"].search(doc)
     if user_built and name not in RAISE_NOTHING and not SECTION["Raises"].search(doc):
         missing.append("Raises")
-    return [section for section in missing if section not in PENDING.get(name, ())]
+    return missing
 
 
 def _import(name: str):
@@ -184,15 +192,6 @@ def _import(name: str):
 def test_every_exported_function_and_class_has_examples_and_raises(name):
     module = _import(name)
     assert {n: m for n, obj in _api_objects(module) if (m := _missing_sections(n, obj))} == {}
-
-
-def test_pending_sections_are_still_missing():
-    """A PENDING entry goes once its docstring has the section (so the list cannot outlive its reason)."""
-    import tieaware
-
-    done = {name: sorted(s for s in sections if SECTION[s].search(getattr(tieaware, name).__doc__ or ""))
-            for name, sections in PENDING.items()}
-    assert {name: sections for name, sections in done.items() if sections} == {}
 
 
 @pytest.mark.slow
