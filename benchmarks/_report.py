@@ -51,11 +51,20 @@ def versions(names=LIBRARIES) -> dict[str, str]:
     return found
 
 
+def gpu_model() -> str | None:
+    """The CUDA device's name and CUDA version, when the script imported torch and a GPU is visible."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return None
+    return f"{torch.cuda.get_device_name()} (CUDA {torch.version.cuda})"
+
+
 def machine(names=LIBRARIES) -> str:
-    """One line: CPU model, cores, OS, Python and library versions."""
+    """One line: CPU model, cores, the GPU if one was used, OS, Python and library versions."""
     libraries = ", ".join(f"{name} {version}" for name, version in versions(names).items())
-    return (f"{cpu_model()}, {cores()} cores, {platform.system()} {platform.machine()}, "
-            f"Python {platform.python_version()}; {libraries}")
+    gpu = gpu_model()
+    return (f"{cpu_model()}, {cores()} cores, {f'GPU {gpu}, ' if gpu else ''}{platform.system()} "
+            f"{platform.machine()}, Python {platform.python_version()}; {libraries}")
 
 
 def table(headers: list[str], rows: list[list]) -> str:

@@ -147,7 +147,11 @@ def main() -> None:
                                 overhead)
                 + "\n\nbf16 against fp32 throughput (hps=False; texts or pairs per second):\n\n"
                 + _report.table(["scorer", "fp32", "bf16", "bf16 / fp32"], throughput) + "\n")
-        _report.write_section(args.markdown, "bench_hps", "High-Precision Scoring (bench_hps.py)", body)
+        if device.type == "cpu":
+            _report.write_section(args.markdown, "bench_hps", "High-Precision Scoring (bench_hps.py)", body)
+        else:  # a section of its own: the CPU table stays beside it
+            _report.write_section(args.markdown, f"bench_hps_{device.type}",
+                                  f"High-Precision Scoring on {device.type.upper()} (bench_hps.py)", body)
 
 
 if __name__ == "__main__":
