@@ -59,6 +59,16 @@ REGIME_NAMES = {"fp32": "fp32", "bf16": "bf16 (hps='none')", "bf16+hps": "bf16 +
                 "bf16+hps_head": "bf16 + default (hps='head')"}
 
 
+def device_name(device) -> str:
+    """What the models ran on, as the header of the printed tables says it."""
+    import torch
+
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)} (torch {torch.__version__})"
+    return f"{device.type}, {torch.get_num_threads()} torch threads (torch {torch.__version__})"
+
+
 def random_qwen2(tokenizer, answer_tokens, offset: float, prompts):
     """A random 2-layer Qwen2 over the tokenizer's vocabulary; offset > 0 moves the answer tokens' logits
     near `offset` (their differences unchanged), where bf16 rounds them to a coarse grid."""
@@ -133,7 +143,7 @@ def rerankers(args, queries, corpus, qrels) -> None:
                          "unique@10": row["unique@10"], f"tied@{args.candidates}": row[f"tied@{args.candidates}"]})
     frame = pd.DataFrame(rows).set_index(["scorer", "model", "regime"])
     print(f"Cranfield: {len(queries)} queries, the top {args.candidates} of the bundled fp32 MiniLM run reranked, "
-          f"max_length {args.max_length}\n")
+          f"max_length {args.max_length}; {device_name(args.device)}\n")
     print(markdown(frame, 4))
 
 
@@ -173,7 +183,7 @@ def main() -> None:
                    rescore_k=args.rescore_k)
     elapsed = time.perf_counter() - start
     print(f"Cranfield: {len(queries)} queries x {len(corpus)} docs, all-MiniLM-L6-v2, max_length "
-          f"{args.max_length}, top-{args.k} with ties; {elapsed:.0f} s in all\n")
+          f"{args.max_length}, top-{args.k} with ties; {device_name(args.device)}; {elapsed:.0f} s in all\n")
     print(result)
     print("\n" + markdown(result.metrics, 4))
     census = result.census[["unique_scores", "mean_tie_group_size"]].unstack("k")
