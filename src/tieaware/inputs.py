@@ -129,34 +129,19 @@ def without_identical_ids(run):
     """
     run = load_run(run)
     if is_ranx_run(run):
-        typed = run.run
-        hits = [q for q in typed.keys() if q in typed[q]]
-        if not hits:
+        import ranx
+
+        from .readers.typed_dicts import without_own_ids  # numba, imported when a ranx Run is given
+
+        table, dropped = without_own_ids(run.run)
+        if not dropped:
             return run
-        return _ranx_run_without(run, set(hits))
+        out = ranx.Run(name=run.name)
+        out.run, out.sorted = table, run.sorted
+        return out
     if not any(q in docs for q, docs in run.items()):
         return run
     return {q: {d: v for d, v in docs.items() if d != q} if q in docs else docs for q, docs in run.items()}
-
-
-def _ranx_run_without(run, queries: set):
-    """A new ranx ``Run`` sharing ``run``'s per-query tables, but for `queries`, each copied without
-    the document named as the query (insertion order kept)."""
-    import ranx
-    from numba import types
-    from numba.typed import Dict as TypedDict
-
-    out = ranx.Run(name=run.name)
-    out.sorted = run.sorted
-    for q, docs in run.run.items():
-        if q in queries:
-            kept = TypedDict.empty(key_type=types.unicode_type, value_type=types.float64)
-            for d, score in docs.items():
-                if d != q:
-                    kept[d] = score
-            docs = kept
-        out.run[q] = docs
-    return out
 
 
 __all__ = ["FORMAT_NAMES", "MTEB_META", "QrelsLike", "RunLike", "file_format", "file_stem", "id_string",

@@ -369,6 +369,22 @@ def fingerprint(td, seed) -> int:
 
 
 @kernel
+def without_own_ids(td):
+    """A copy of a Run's typed dict without the documents whose id is their query's (BEIR's
+    ``ignore_identical_ids``), and how many queries held one: their inner dicts are copied without it
+    (insertion order kept), the others shared. One kernel, holding the GIL (see above)."""
+    out = td.copy()
+    dropped = 0
+    for qid, inner in td.items():
+        if qid in inner:
+            kept = inner.copy()
+            kept.pop(qid)
+            out[qid] = kept
+            dropped += 1
+    return out, dropped
+
+
+@kernel
 def doc_id(run_td, qid, index):
     """The id of the index-th document of a query, for error messages."""
     i = 0
