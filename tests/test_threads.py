@@ -65,7 +65,7 @@ def test_threads_after_importing_ranx_match_sequential_calls():
         from tieaware import threads
         from tieaware.readers import lists
 
-        threads.MIN_DOCS_PER_THREAD, lists.CHUNK_DOCS = 1, 500
+        lists.CHUNK_DOCS = 500
         METRICS, ORDERS = {METRICS!r}, {ORDERS!r}
         qrels, run = tied_data()
         expected = {{order: {{name: r.per_query.sort_index().to_numpy() for name, r in
@@ -124,9 +124,8 @@ def test_numba_configuration_is_left_alone(import_ranx):
             import ranx  # noqa: F401
         layer, threads = numba.config.THREADING_LAYER, numba.config.NUMBA_NUM_THREADS
         import tieaware
-        from tieaware import threads as reader_threads
         from tieaware.readers import lists
-        reader_threads.MIN_DOCS_PER_THREAD, lists.CHUNK_DOCS = 1, 50  # threads even for this small run
+        lists.CHUNK_DOCS = 50  # threads even for this small run
         qrels, run = tied_data(n_queries=5)
         for order in ("trec_eval", "ranx", "input"):
             tieaware.evaluate(qrels, run, ["ndcg@10", "map", "bpref"], oblivious=order, threads=2)
@@ -179,9 +178,9 @@ def test_a_second_process_compiles_nothing(tmp_path):
     assert json.loads(second.stdout.splitlines()[-1])[0] == 0, "the second process compiled kernels again"
 
 
-def test_map_kernel_compiles_on_the_calling_thread_and_keeps_call_order():
+def test_pipelined_compiles_on_the_calling_thread_and_keeps_call_order():
     """numba compiles (or loads) a kernel in the thread that first calls it, and code loaded on a
-    worker thread stays in that thread's malloc arena: `threads.map_kernel` compiles on the caller's
+    worker thread stays in that thread's malloc arena: `threads.pipelined` compiles on the caller's
     thread before any worker calls it; results come back in the order of the calls."""
     import threading
 
@@ -204,7 +203,7 @@ def test_map_kernel_compiles_on_the_calling_thread_and_keeps_call_order():
     calls = [(np.arange(n, dtype=np.float64), float(n)) for n in (3, 1000, 10)]
     numba.core.dispatcher.Dispatcher.compile = recording
     try:
-        results = threads.map_kernel(weighted_sum, calls)
+        results = list(threads.pipelined(weighted_sum, iter(calls), 2))
     finally:
         numba.core.dispatcher.Dispatcher.compile = dispatcher_compile
     assert compiled_on and compiled_on[0] == threading.get_ident()

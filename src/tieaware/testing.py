@@ -127,7 +127,7 @@ def check_tie_stability(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, *,
     """
     names = metric_keys(metrics)[0]
     given = {"max_range": max_range, "max_abs_bias": max_abs_bias, "max_std": max_std}
-    limits = {name: _limits_of(name, given, names) for name in names}
+    limits = _limits_of(given, names)
     # a list of metric names gives an EvaluationReport
     results = cast(EvaluationReport, evaluate(qrels, run, names, oblivious=oblivious, relevance_level=relevance_level,
                                               make_comparable=make_comparable))
@@ -180,22 +180,28 @@ def assert_tie_stable(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, *, m
 __all__ = ["TieInstabilityError", "TieStability", "assert_tie_stable", "check_tie_stability", "observe_checks"]
 
 
-def _limits_of(metric: str, given: dict[str, Limit], metrics: list[str]) -> dict[str, float]:
-    """The limits that apply to one metric, validated: {keyword: value}."""
-    limits: dict[str, float] = {}
+def _limits_of(given: dict[str, Limit], metrics: list[str]) -> dict[str, dict[str, float]]:
+    """The limits that apply to each metric, validated: {metric: {keyword: value}}. A ``{metric: limit}``
+    mapping is expanded once (names such as ``P.5,10`` stand for several metrics)."""
+    per_metric: dict[str, Limit] = {}
     for key, limit in given.items():
         if isinstance(limit, Mapping):
-            limit = {name: value for key, value in limit.items() for name in expand_names(key)}
+            limit = {name: value for named, value in limit.items() for name in expand_names(named)}
             unknown = sorted(set(limit) - set(metrics))
             if unknown:
                 raise InputError(f"{key} names metrics that are not checked: {unknown} (checked: {metrics})")
-            limit = limit.get(metric)
-        if limit is None:
-            continue
-        if not is_limit(limit):
-            raise InputError(f"{key} for {metric!r} must be a number >= 0, got {limit!r}")
-        if limit != math.inf:  # an infinite limit switches the check off
-            limits[key] = float(limit)
+        per_metric[key] = limit
+    limits: dict[str, dict[str, float]] = {}
+    for metric in metrics:
+        limits[metric] = {}
+        for key, limit in per_metric.items():
+            value = limit.get(metric) if isinstance(limit, Mapping) else limit
+            if value is None:
+                continue
+            if not is_limit(value):
+                raise InputError(f"{key} for {metric!r} must be a number >= 0, got {value!r}")
+            if value != math.inf:  # an infinite limit switches the check off
+                limits[metric][key] = float(value)
     return limits
 
 

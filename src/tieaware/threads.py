@@ -1,12 +1,11 @@
-"""Running ``nogil`` kernels on several threads over disjoint ranges of queries.
+"""Running ``nogil`` kernels on worker threads, one chunk of queries after another (`pipelined`).
 
-The reader of Python dicts (`tieaware.readers.dicts`) calls kernels compiled
-with ``nogil=True``, so plain Python threads run them on several cores (the
-readers of ranx objects, `tieaware.readers.typed_dicts`, hold the GIL on typed dicts that
-other threads may change, so their ranges run one at a time); no numba threading layer is involved
-(its ``workqueue`` layer aborts the process when two threads enter it at once).
-Each range writes its own part of the outputs, and the parts are joined in query
-order, so the result does not depend on the number of threads.
+The readers of Python dicts and ranx objects (`tieaware.readers.dicts`, `tieaware.readers.ranx`)
+prepare each chunk on the calling thread, holding the GIL (C-level calls on dicts; kernels that
+copy ranx's typed dicts, which other threads may change), while worker threads group the chunks
+before with kernels compiled with ``nogil=True``. No numba threading layer is involved (its
+``workqueue`` layer aborts the process when two threads enter it at once). Each chunk writes its
+own part of the outputs, in query order, so the result does not depend on the number of threads.
 
 The number of threads is that of the CPUs this process may run on, at most
 ``NUMBA_NUM_THREADS`` (set that environment variable to 1 to stay on one core),
@@ -18,17 +17,12 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-import numpy as np
 from numba import config
-
-#: a range is not split below this many documents: below it, starting a thread costs more than it saves
-MIN_DOCS_PER_THREAD = 1 << 16
-
 
 _LIMIT: ContextVar[int] = ContextVar("tieaware_threads", default=0)
 
@@ -48,17 +42,6 @@ def n_threads() -> int:
     available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     limit = _LIMIT.get() or int(config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]  # set at run time
     return max(1, min(int(available or 1), limit))
-
-
-def query_ranges(offsets: np.ndarray) -> list[tuple[int, int]]:
-    """Split the queries of CSR `offsets` ((Q+1,) documents) into contiguous ranges (lo, hi) of about
-    equal documents: `n_threads` ranges, fewer for small runs, at least one."""
-    n_queries = offsets.size - 1
-    total = int(offsets[-1]) if n_queries > 0 else 0
-    parts = min(n_threads(), max(1, total // MIN_DOCS_PER_THREAD), max(1, n_queries))
-    cuts = np.searchsorted(offsets, np.arange(1, parts) * (total / parts), side="left")
-    bounds = [0, *sorted(set(int(c) for c in cuts) - {0, n_queries}), n_queries]
-    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def compiled_here(kernel, args: tuple) -> None:
@@ -111,13 +94,3 @@ def pipelined(kernel, calls: Iterable[tuple], workers: int) -> Iterator:
             pending.append(submit_started(pool, kernel, args))
         while pending:
             yield pending.popleft().result()
-
-
-def map_kernel(kernel, calls: Sequence[tuple]) -> list:
-    """``[kernel(*args) for args in calls]``, the calls run on threads when there are several (at once
-    when `kernel` releases the GIL), compiled for them on this thread first (`compiled_here`)."""
-    if len(calls) <= 1:
-        return [kernel(*args) for args in calls]
-    compiled_here(kernel, calls[0])
-    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
-        return list(pool.map(lambda args: kernel(*args), calls))

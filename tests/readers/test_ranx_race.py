@@ -109,6 +109,6 @@ def test_frozen_is_a_copy_taken_at_once():
 
 def test_typed_dict_readers_hold_the_gil():
     """No typed-dict reader releases the GIL (what let another thread free a dict being read)."""
-    for name in ("run_chunk", "fingerprint_part", "run_sizes", "_scores", "qrels_arrays", "keys_and_sizes"):
+    for name in ("run_chunk", "_hashed_items", "run_sizes", "_scores", "qrels_arrays", "keys_and_sizes"):
         assert not getattr(typed_dicts, name).targetoptions.get("nogil", False), name
     assert pairs.typed_dicts is typed_dicts

@@ -1,5 +1,16 @@
 """Readers: the user's qrels and runs as the arrays the engine reads, one module per input kind.
 
+Loading (every input as a ranx object or ``{qid: {docid: value}}`` with string ids):
+
+* `load`: `load_qrels` / `load_run` pick the reader of an input's kind; `file_format` that of a path.
+* `mappings`: dicts of dicts, parsed JSON or LZ4; `records`: ir_measures / ir_datasets records;
+  `dataframes`: pandas DataFrames and Parquet files; `files`: JSON, LZ4, JSONL predictions and
+  ``qid<TAB>docid<TAB>score`` files, and open file objects; `mteb`: MTEB predictions files.
+* `text`: UTF-8 text files, plain or compressed; `ids`: the id rule of every container;
+  `kinds`: what kind of input an object is (ranx, pandas), without importing ranx or pandas.
+
+Grouping (a loaded qrels/run pair as the judged tie groups the metric kernels read):
+
 * `pairs`: a qrels/run pair as `lists.RankedLists`, by the reader of its kind; ranx conversions cached.
 * `lists`: `RankedLists`, the judged tie groups every metric kernel reads, and `ListsBuilder`.
 * `judgments`: the qrels' judgments (ranx Qrels or dict) as the group kernels read them.
@@ -7,6 +18,6 @@
 * `columns`: a run as columns, as a TREC file's reader gives them.
 * `ranx`: a ranx Run; `typed_dicts`: jitted passes over the numba typed dicts inside ranx objects.
 
-Dicts, records and DataFrames are loaded and checked by `tieaware.inputs`, TREC files read by
-`tieaware.trec_files`. Importing this package imports none of its modules.
+TREC files are read by `tieaware.trec_files`; `tieaware.inputs` is the public face of loading.
+Importing this package imports none of its modules.
 """

@@ -15,7 +15,7 @@ from itertools import chain
 import numpy as np
 
 from ..errors import InputError
-from ..inputs import string_keys
+from .ids import string_keys
 
 
 def separated_ids(per_query: list) -> np.ndarray:

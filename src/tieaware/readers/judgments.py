@@ -5,10 +5,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..inputs import is_ranx_qrels
 from ..kernels.groups import argsort_segments
 from . import typed_dicts
 from .dict_arrays import float_values, name_bad_value, string_id_codes
+from .kinds import is_ranx_qrels
 
 
 def _check_ranx_grades(qrels, query_ids: list, grades: np.ndarray) -> None:

@@ -1,6 +1,6 @@
 """A qrels/run pair as `RankedLists`: the reader for each input kind, and the cache per ranx Run.
 
-Python dicts, files and DataFrames are read by `readers.dicts` (after `tieaware.inputs` loads and
+Python dicts, files and DataFrames are read by `readers.dicts` (after `readers.load` loads and
 checks them), ranx objects by `readers.ranx`. For ranx objects the result is cached on the ``Run``
 (weakly, never stored in it), so evaluating several metrics in several calls converts once.
 """
@@ -12,13 +12,14 @@ import weakref
 import numpy as np
 
 from ..errors import QueryMismatchError
-from ..inputs import is_dataframe, is_ranx_qrels, is_ranx_run, load_qrels, load_run
 from ..kernels.groups import SEED
 from ..kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED
 from . import typed_dicts
 from .dict_arrays import float_values
 from .dicts import from_dicts
+from .kinds import is_dataframe, is_ranx_qrels, is_ranx_run
 from .lists import RankedLists
+from .load import load_qrels, load_run
 from .ranx import from_ranx_run
 
 

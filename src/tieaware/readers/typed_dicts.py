@@ -30,9 +30,8 @@ items by `run_chunk` or `run_scores`) is noticed by comparing sizes, and the
 readers report it (`changed`) instead of writing past arrays sized before;
 `tieaware.readers.pairs` then reads a `frozen` copy. So the GIL-holding part is
 a plain copy: `group_chunk` works on it without the GIL, on worker threads,
-while the next chunk is copied. `fingerprint_part` reads disjoint ranges of
-queries (`tieaware.threads`): each range hashes from 0 and `joined` combines the
-parts into the hash one pass would give. The typed-dict readers compile once per
+while the next chunk is copied; each chunk hashes from 0 and `joined` combines the
+parts into the hash one pass (`fingerprint`) gives. The typed-dict readers compile once per
 doc-id width (numba specialises on the dict types, as ranx's own kernels do);
 `group_chunk` and the group kernels take plain arrays and compile once.
 """
@@ -45,7 +44,6 @@ from numba import types
 from numba.extending import overload
 from numba.typed import List
 
-from .. import threads
 from ..errors import InputError
 from ..kernels import kernel
 from ..kernels.groups import ODD, code_at, fold, id_hash, mix64, query_groups
@@ -338,15 +336,13 @@ def group_chunk(offsets, q_lo, q_hi, scores, codes, id_lo, id_hi, present, qid_h
 
 
 @kernel
-def fingerprint_part(td, query_ids, q_lo, q_hi, seed):
-    """`fingerprint`'s part for queries q_lo..q_hi-1 of `td` (all in it): (hash from 0, values folded)."""
+def _hashed_items(td, seed):
+    """`fingerprint` from 0 of every query of `td` in its order: (hash, values folded), in one pass."""
     h = np.uint64(0)
     folded = 0
     bits = np.empty(1, np.float64)
     as_int = bits.view(np.uint64)
-    for q in range(q_lo, q_hi):
-        qid = query_ids[q]
-        inner = td[qid]
+    for qid, inner in td.items():
         h = fold(fold(h, id_hash(qid, 0, len(qid), seed)), np.uint64(len(inner)))
         folded += 2 + len(inner)
         for key, value in inner.items():
@@ -366,12 +362,26 @@ def joined(seed, parts) -> int:
 def fingerprint(td, seed) -> int:
     """A polynomial hash from `seed` folding in, in iteration order, every query id (`id_hash`) and
     its size, and each (id, value) (`_item`): any change of an id, a value or the order shows (but
-    for a 64-bit hash's chance; ids cannot be built to collide without the seed). Ranges of queries
-    are hashed on threads and `joined`; `group_chunk` returns the parts of the same hash for a Run
-    read in its own order."""
-    query_ids, offsets = keys_and_sizes(td)
-    return joined(seed, threads.map_kernel(fingerprint_part, [(td, query_ids, lo, hi, seed)
-                                                              for lo, hi in threads.query_ranges(offsets)]))
+    for a 64-bit hash's chance; ids cannot be built to collide without the seed). One kernel, holding
+    the GIL, so the dict is hashed as it is at one moment; `group_chunk` returns the parts of the same
+    hash for a Run read in its own order (`joined`)."""
+    return joined(seed, [_hashed_items(td, seed)])
+
+
+@kernel
+def without_own_ids(td):
+    """A copy of a Run's typed dict without the documents whose id is their query's (BEIR's
+    ``ignore_identical_ids``), and how many queries held one: their inner dicts are copied without it
+    (insertion order kept), the others shared. One kernel, holding the GIL (see above)."""
+    out = td.copy()
+    dropped = 0
+    for qid, inner in td.items():
+        if qid in inner:
+            kept = inner.copy()
+            kept.pop(qid)
+            out[qid] = kept
+            dropped += 1
+    return out, dropped
 
 
 @kernel

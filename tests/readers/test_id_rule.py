@@ -1,4 +1,4 @@
-"""One id rule for every container (`tieaware.inputs.id_string`): dicts, ir_measures records and
+"""One id rule for every container (`tieaware.readers.ids.id_string`): dicts, ir_measures records and
 DataFrames of every dtype give the same ids; float, bool and missing ids are refused everywhere,
 never read as "1.0" or "True" that match nothing."""
 import math
