@@ -36,6 +36,7 @@ from .engine import per_query_tables
 from .errors import InputError, QueryMismatchError
 from .inputs import FORMAT_NAMES, file_format, is_ranx_qrels, load_qrels, put_value
 from .kernels import trec as trec_kernels
+from .kernels.groups import SEED
 from .metrics import parse_metric, parse_metrics
 from .outputs import atomic_output, check_utf8_ids
 from .raw_files import checked_path
@@ -79,7 +80,7 @@ class Columns(NamedTuple):
         """A document given twice for a query is an error naming its second line (the first in the file)."""
         offsets = np.zeros(len(self.query_ids) + 1, np.int64)
         np.cumsum(self.n_ret, out=offsets[1:])
-        record = trec_kernels.first_repeat(self.codes, self.lo, self.hi, offsets)
+        record = trec_kernels.first_repeat(self.codes, self.lo, self.hi, offsets, SEED)
         if record >= 0:
             qid = self.query_ids[int(np.searchsorted(offsets, record, side="right")) - 1]
             raise InputError(f"{self.path}:{self.lines[record]}: document {self.doc_id(record)!r} appears twice "

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .disk_cache import kernel
+from .groups import compare_ids, id_hash
 
 #: error codes of `scan`: a line with the wrong number of columns, a score that is not a number,
 #: a NaN score, a grade that is not an integer (or beyond 18 digits)
@@ -229,10 +230,11 @@ def scan(buf, run, rec_line, scores, grades, slow, docs, seg_start, queries):
 
 
 @kernel(nogil=True)
-def first_repeat(codes, id_lo, id_hi, offsets):
+def first_repeat(codes, id_lo, id_hi, offsets, seed):
     """The first id (in order) that its query (ids ``offsets[q]:offsets[q + 1]``, id i being
     ``codes[id_lo[i]:id_hi[i]]``) holds earlier too, or -1: an open-addressing table of each query's ids
-    by an FNV-1a hash, a match confirmed code by code."""
+    by `groups.id_hash` from ``seed`` (`groups.SEED`, drawn per process, so ids cannot be built in advance
+    to collide into long probe chains), a match confirmed by `groups.compare_ids`."""
     longest = 0
     for q in range(offsets.shape[0] - 1):
         longest = max(longest, offsets[q + 1] - offsets[q])
@@ -240,6 +242,7 @@ def first_repeat(codes, id_lo, id_hi, offsets):
     while capacity < 2 * longest:
         capacity *= 2
     table = np.empty(capacity, np.int64)
+    hashes = np.empty(capacity, np.uint64)
     for q in range(offsets.shape[0] - 1):
         lo, hi = offsets[q], offsets[q + 1]
         size = 2
@@ -247,20 +250,13 @@ def first_repeat(codes, id_lo, id_hi, offsets):
             size *= 2
         table[:size] = -1
         for i in range(lo, hi):
-            h = np.uint64(14695981039346656037)
-            for c in range(id_lo[i], id_hi[i]):
-                h = (h ^ np.uint64(codes[c])) * np.uint64(1099511628211)
+            h = id_hash(codes, id_lo[i], id_hi[i], seed)
             slot = np.int64(h & np.uint64(size - 1))
             while table[slot] >= 0:
                 j = table[slot]
-                if id_hi[j] - id_lo[j] == id_hi[i] - id_lo[i]:
-                    same = True
-                    for k in range(id_hi[i] - id_lo[i]):
-                        if codes[id_lo[i] + k] != codes[id_lo[j] + k]:
-                            same = False
-                            break
-                    if same:
-                        return i
+                if hashes[slot] == h and compare_ids(codes, id_lo[i], id_hi[i], codes, id_lo[j], id_hi[j]) == 0:
+                    return i
                 slot = (slot + 1) & (size - 1)
             table[slot] = i
+            hashes[slot] = h
     return -1
