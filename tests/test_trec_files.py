@@ -166,7 +166,10 @@ def oracle_read(path: Path, kind: str) -> dict:
     return out
 
 
-_IDS = st.text(alphabet="qd12é中\u00a0\u2003-_.", min_size=1, max_size=4)
+# control characters (bytes below 33 that are not whitespace), "!" (33), non-ASCII and ids longer than the
+# 8-byte words the scan reads at a time
+_IDS = st.text(alphabet="qd12é中😀\u00a0\u2003-_.\x00\x01\x1c\x1f\x7f!~", min_size=1, max_size=4) | \
+    st.text(alphabet="qd1é😀\x01!", min_size=5, max_size=20)
 _SCORES = st.one_of(
     st.floats(allow_nan=False).map(repr), st.floats(-1e3, 1e3).map(lambda x: f"{x:.2f}"),
     st.floats(allow_nan=False).map(lambda x: f"{x:e}"), st.floats(allow_nan=False).map(lambda x: f"{x:.17g}"),
@@ -485,3 +488,28 @@ def test_the_repeat_check_hashes_with_the_per_process_seed(monkeypatch, tmp_path
     with pytest.raises(InputError, match=f"{run}:3: document 'd1' appears twice for query 'q1'"):
         list(streaming._column_chunks(trec_files.TrecFile(run, "run"), 10))
     assert seeds and all(seed == groups.SEED for seed in seeds)
+
+
+def test_a_run_read_while_the_qrels_are_stops_when_the_qrels_fail(plain, tmp_path, monkeypatch, capsys):
+    """`tieaware eval` starts reading its one run before the qrels: a bad qrels file is named as the qrels
+    (not as the run), and the run's reader thread stops."""
+    run, _ = plain
+    monkeypatch.setattr(trec_files, "BLOCK_BYTES", 256)  # many blocks: the reader is still reading
+    monkeypatch.setattr(trec_files.threads, "n_threads", lambda: 2)
+    qrels = tmp_path / "qrels.trec"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 1.5\n")
+    before = {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"}
+    assert main(["eval", str(qrels), str(run), "-m", "map"]) == 2
+    err = capsys.readouterr().err
+    assert f"{qrels}:2: relevance '1.5' is not an integer" in err and f"run {run}" not in err
+    assert {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"} == before
+
+
+def test_run_chunks_never_asked_for_stop_their_reader(plain, monkeypatch):
+    monkeypatch.setattr(trec_files, "BLOCK_BYTES", 256)
+    monkeypatch.setattr(trec_files.threads, "n_threads", lambda: 2)
+    before = {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"}
+    reader = streaming.RunChunks(plain[0])
+    assert {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"} - before
+    reader.close()
+    assert {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"} == before
