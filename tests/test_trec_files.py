@@ -166,7 +166,10 @@ def oracle_read(path: Path, kind: str) -> dict:
     return out
 
 
-_IDS = st.text(alphabet="qd12é中\u00a0\u2003-_.", min_size=1, max_size=4)
+# control characters (bytes below 33 that are not whitespace), "!" (33), non-ASCII and ids longer than the
+# 8-byte words the scan reads at a time
+_IDS = st.text(alphabet="qd12é中😀\u00a0\u2003-_.\x00\x01\x1c\x1f\x7f!~", min_size=1, max_size=4) | \
+    st.text(alphabet="qd1é😀\x01!", min_size=5, max_size=20)
 _SCORES = st.one_of(
     st.floats(allow_nan=False).map(repr), st.floats(-1e3, 1e3).map(lambda x: f"{x:.2f}"),
     st.floats(allow_nan=False).map(lambda x: f"{x:e}"), st.floats(allow_nan=False).map(lambda x: f"{x:.17g}"),
@@ -423,3 +426,90 @@ def test_streamed_columns_give_the_in_memory_numbers(tmp_path, options):
             assert streamed[name].per_query.equals(memory[name].per_query), name
     plain = evaluate(qrels, str(path), ["ndcg@5", "map"], stream=2, make_comparable=True, **options)
     assert [float(plain[name]) for name in ("ndcg@5", "map")] == [float(memory[name]) for name in ("ndcg@5", "map")]
+
+
+def _first_repeat_reference(ids: list, offsets: list) -> int:
+    for q in range(len(offsets) - 1):
+        seen: set = set()
+        for i in range(offsets[q], offsets[q + 1]):
+            if ids[i] in seen:
+                return i
+            seen.add(ids[i])
+    return -1
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2 ** 64 - 1])
+def test_first_repeat_finds_the_first_repeat_among_ids_sharing_long_prefixes(seed):
+    """Ids that differ only in their last code points (the shape crafted collisions take), some queries
+    holding a repeat: the first repeat in the file's order, whatever the hash seed."""
+    import random
+
+    import numpy as np
+
+    from tieaware.kernels import trec as trec_kernels
+
+    rng = random.Random(seed % 1000)
+    prefix = "d" * 40 + "\u00e9"
+    for repeat_at in (None, 5, 2999):
+        ids = [f"{prefix}{i:05d}" for i in range(3000)]
+        rng.shuffle(ids)
+        if repeat_at is not None:
+            ids[repeat_at] = ids[repeat_at - 3 if repeat_at % 1000 >= 3 else repeat_at + 1]
+        offsets = [0, 1000, 2000, len(ids)]
+        text = "".join(ids)
+        codes = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+        lengths = np.array([len(i) for i in ids], np.int64)
+        hi = np.cumsum(lengths)
+        lo = hi - lengths
+        found = trec_kernels.first_repeat(codes, lo, hi, np.array(offsets, np.int64), np.uint64(seed))
+        assert found == _first_repeat_reference(ids, offsets)
+        assert found == (-1 if repeat_at is None else repeat_at)
+
+
+def test_the_repeat_check_hashes_with_the_per_process_seed(monkeypatch, tmp_path):
+    """`first_repeat` takes the seed as an argument (numba would freeze a global into its disk cache), and
+    the streaming reader passes `groups.SEED`, drawn per process."""
+    import inspect
+
+    from tieaware.kernels import groups
+    from tieaware.kernels import trec as trec_kernels
+
+    assert "seed" in inspect.signature(trec_kernels.first_repeat.py_func).parameters
+    seeds = []
+    original = trec_kernels.first_repeat
+
+    def recording(*args):
+        seeds.append(args[-1])
+        return original(*args)
+
+    monkeypatch.setattr(trec_kernels, "first_repeat", recording)
+    run = tmp_path / "run"
+    run.write_text("q1 Q0 d1 1 3 t\nq1 Q0 d2 2 2 t\nq1 Q0 d1 3 1 t\n")
+    with pytest.raises(InputError, match=f"{run}:3: document 'd1' appears twice for query 'q1'"):
+        list(streaming._column_chunks(trec_files.TrecFile(run, "run"), 10))
+    assert seeds and all(seed == groups.SEED for seed in seeds)
+
+
+def test_a_run_read_while_the_qrels_are_stops_when_the_qrels_fail(plain, tmp_path, monkeypatch, capsys):
+    """`tieaware eval` starts reading its one run before the qrels: a bad qrels file is named as the qrels
+    (not as the run), and the run's reader thread stops."""
+    run, _ = plain
+    monkeypatch.setattr(trec_files, "BLOCK_BYTES", 256)  # many blocks: the reader is still reading
+    monkeypatch.setattr(trec_files.threads, "n_threads", lambda: 2)
+    qrels = tmp_path / "qrels.trec"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 1.5\n")
+    before = {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"}
+    assert main(["eval", str(qrels), str(run), "-m", "map"]) == 2
+    err = capsys.readouterr().err
+    assert f"{qrels}:2: relevance '1.5' is not an integer" in err and f"run {run}" not in err
+    assert {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"} == before
+
+
+def test_run_chunks_never_asked_for_stop_their_reader(plain, monkeypatch):
+    monkeypatch.setattr(trec_files, "BLOCK_BYTES", 256)
+    monkeypatch.setattr(trec_files.threads, "n_threads", lambda: 2)
+    before = {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"}
+    reader = streaming.RunChunks(plain[0])
+    assert {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"} - before
+    reader.close()
+    assert {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"} == before

@@ -318,7 +318,26 @@ def _trec_value(number: float, count: bool, digits: int) -> str:
     return str(int(number)) if count and float(number).is_integer() else fixed(number, digits, 6)
 
 
-def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
+def _chunk_queries(args) -> int | None:
+    return None if args.stream in (None, True) else args.stream
+
+
+def _run_read_early(args):
+    """The one TREC run file of ``args`` already being read (`streaming.RunChunks`) while the caller reads
+    the qrels, or None (several runs, ``-M``, another format, or a run that raises: it raises later, in
+    its turn)."""
+    if len(args.runs) != 1 or args.max_docs is not None:
+        return None
+    from .inputs import file_format
+    from .streaming import RunChunks
+
+    try:
+        return RunChunks(args.runs[0], _chunk_queries(args)) if file_format(args.runs[0]) == "trec" else None
+    except TieawareError:
+        return None
+
+
+def _evaluate_file(qrels, path, metrics: list, args, reader=None) -> tuple:
     """(report, run tag or None) of one run file evaluated as trec_eval evaluates it: queries without qrels
     dropped with a warning, ``-M`` applied; qrels queries the run lacks are an error without ``-c``
     (trec_eval 10 stops too). A TREC run file is read once, chunk by chunk of whole queries
@@ -334,9 +353,10 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
 
         try:
             with warnings.catch_warnings(record=True) as caught:  # a run not grouped by query: one stderr line
-                report, streamed = evaluate_file(qrels, path, metrics, relevance_level=args.relevance_level,
+                report, streamed = evaluate_file(qrels, path if reader is None else reader, metrics,
+                                                 relevance_level=args.relevance_level,
                                                  oblivious=args.oblivious, make_comparable=args.make_comparable,
-                                                 chunk_queries=None if args.stream in (None, True) else args.stream,
+                                                 chunk_queries=_chunk_queries(args),
                                                  per_query_out=args.per_query_out,
                                                  ignore_identical_ids=args.ignore_identical_ids)
             for warning in caught:
@@ -373,9 +393,33 @@ def _evaluate_file(qrels, path, metrics: list, args) -> tuple:
     return result, tag
 
 
-def cmd_eval(args) -> int:
+def _evaluate_runs(args, metrics: list, reader) -> tuple[dict, dict]:
+    """({run name: report}, {run name: runid}) of the runs of ``args`` (``reader``: `_run_read_early`)."""
     from .inputs import load_qrels
 
+    qrels = load_qrels(args.qrels)
+    if not isinstance(qrels, dict):
+        qrels = qrels.to_dict()
+    reports, runids = {}, {}
+    named: Iterable[tuple[str, str]] = list(zip(_run_names(args.runs), args.runs))
+    if sys.stderr.isatty():  # tqdm is imported only where its bar can show
+        named = progress(named, unit="run", desc="evaluating", delay=1.0, leave=False)
+    for name, path in named:
+        try:
+            report, tag = _evaluate_file(qrels, path, metrics, args, reader)
+        except QueryMismatchError as exc:
+            cli_error = QueryMismatchError(exc.missing, exc.extra, remedy="pass -c (--make-comparable)")
+            raise InputError(f"run {path}: {cli_error}") from None
+        except InputError as exc:
+            raise InputError(f"run {path}: {exc}") from None
+        if args.per_query:
+            check_utf8_ids(next(iter(report.values())).query_ids, f"run {name}")
+        reports[name] = report
+        runids[name] = tag or name
+    return reports, runids
+
+
+def cmd_eval(args) -> int:
     metrics, lines, rejected = _metric_names(args.metrics, args.relevance_level, keep_going=args.keep_going)
     asked = [value for value in args.metrics or () if value in TREC_LINES]
     if asked and args.output != "trec":
@@ -391,25 +435,12 @@ def cmd_eval(args) -> int:
     from .kernels.numba_compat import load_numba_arrays_without_scipy
 
     load_numba_arrays_without_scipy()
-    qrels = load_qrels(args.qrels)
-    if not isinstance(qrels, dict):
-        qrels = qrels.to_dict()
-    reports, runids = {}, {}
-    named: Iterable[tuple[str, str]] = list(zip(_run_names(args.runs), args.runs))
-    if sys.stderr.isatty():  # tqdm is imported only where its bar can show
-        named = progress(named, unit="run", desc="evaluating", delay=1.0, leave=False)
-    for name, path in named:
-        try:
-            report, tag = _evaluate_file(qrels, path, metrics, args)
-        except QueryMismatchError as exc:
-            cli_error = QueryMismatchError(exc.missing, exc.extra, remedy="pass -c (--make-comparable)")
-            raise InputError(f"run {path}: {cli_error}") from None
-        except InputError as exc:
-            raise InputError(f"run {path}: {exc}") from None
-        if args.per_query:
-            check_utf8_ids(next(iter(report.values())).query_ids, f"run {name}")
-        reports[name] = report
-        runids[name] = tag or name
+    reader = _run_read_early(args)
+    try:
+        reports, runids = _evaluate_runs(args, metrics, reader)
+    finally:
+        if reader is not None:
+            reader.close()
     if args.output == "trec":  # pandas is not imported for trec_eval's layout
         _write_trec(reports, runids, lines, args.relevance_level, args.digits, args.per_query, args.max_docs)
     else:

@@ -25,7 +25,7 @@ import os
 import tempfile
 import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -36,12 +36,13 @@ from .engine import per_query_tables
 from .errors import InputError, QueryMismatchError
 from .inputs import FORMAT_NAMES, file_format, is_ranx_qrels, load_qrels, put_value
 from .kernels import trec as trec_kernels
+from .kernels.groups import SEED
 from .metrics import parse_metric, parse_metrics
 from .outputs import atomic_output, check_utf8_ids
 from .raw_files import checked_path
 from .readers.columns import from_columns
 from .report import KERNEL_COLUMNS, PER_QUERY_COLUMNS, EvaluationReport, MetricResult
-from .trec_files import TrecFile
+from .trec_files import Ahead, Block, TrecFile
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
 CHUNK_QUERIES = 1_000
 #: Documents per chunk (whole queries, so more when one query has more) unless a number of queries is given.
 CHUNK_DOCS = 1 << 16
+#: Blocks (`trec_files.BLOCK_BYTES` of run file each) read ahead of the evaluation
+AHEAD_BLOCKS = 4
 #: Bytes of run file per bucket when a file not grouped by query is partitioned.
 BUCKET_BYTES = 256 * 2 ** 20
 _ROW_COLUMNS = ["metric", "query_id", *PER_QUERY_COLUMNS, "oblivious_order"]
@@ -79,7 +82,7 @@ class Columns(NamedTuple):
         """A document given twice for a query is an error naming its second line (the first in the file)."""
         offsets = np.zeros(len(self.query_ids) + 1, np.int64)
         np.cumsum(self.n_ret, out=offsets[1:])
-        record = trec_kernels.first_repeat(self.codes, self.lo, self.hi, offsets)
+        record = trec_kernels.first_repeat(self.codes, self.lo, self.hi, offsets, SEED)
         if record >= 0:
             qid = self.query_ids[int(np.searchsorted(offsets, record, side="right")) - 1]
             raise InputError(f"{self.path}:{self.lines[record]}: document {self.doc_id(record)!r} appears twice "
@@ -116,7 +119,7 @@ class _Pending:
         self.parts: list = []
 
     def add(self, block) -> None:
-        self.parts.append((block.values, *block.doc_codes(), block.lines))
+        self.parts.append((block.values, block.codes, block.lo, block.hi, block.lines))
 
     def ready(self, chunk_queries: int, chunk_docs: int | None) -> int:
         """How many queries the next chunk takes, once they are whole: as many as reach ``chunk_queries``
@@ -158,13 +161,15 @@ class _Pending:
         return taken
 
 
-def _column_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None = None) -> Iterator[Columns]:
+def _column_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None = None,
+                   blocks: Ahead | Generator[Block, None, None] | None = None) -> Generator[Columns, None, None]:
     """`Columns` of whole queries, a new chunk once one holds ``chunk_queries`` queries or ``chunk_docs``
     documents, each checked for documents given twice; raises `_Unsorted` when a query comes back. A bad
-    line raises once the records before it are checked (the first error in the file's order wins)."""
+    line raises once the records before it are checked (the first error in the file's order wins).
+    ``blocks``: ``source.blocks()`` already started, or None to start them here."""
     pending = _Pending(source.path)
     finished: set = set()
-    with contextlib.closing(source.blocks()) as blocks:
+    with contextlib.closing(source.blocks() if blocks is None else blocks) as blocks:
         while True:
             try:
                 block = next(blocks)
@@ -206,9 +211,10 @@ def _bucket_chunks(source: TrecFile, order: list) -> Iterator[dict]:
     n_buckets = max(1, os.path.getsize(path) // BUCKET_BYTES + 1)
     with tempfile.TemporaryDirectory(prefix="tieaware-buckets-") as folder:
         handles = [open(Path(folder, f"{b}.tsv"), "w", encoding="utf-8", newline="") for b in range(n_buckets)]
+        blocks = source.blocks()
         try:
             seen = set()
-            for block in source.blocks():
+            for block in blocks:
                 values = block.values.tolist()
                 for segment, qid in enumerate(block.query_ids):
                     if qid not in seen:
@@ -219,6 +225,7 @@ def _bucket_chunks(source: TrecFile, order: list) -> Iterator[dict]:
                         "".join(f"{qid}\t{docid}\t{score!r}\t{line}\n" for docid, score, line in
                                 zip(block.doc_ids[lo:hi], values[lo:hi], block.lines[lo:hi].tolist())))
         finally:
+            blocks.close()
             for handle in handles:
                 handle.close()
         for b in range(n_buckets):
@@ -242,29 +249,59 @@ class Streamed(NamedTuple):
     run_tag: str | None
 
 
+class RunChunks:
+    """A TREC run file (a path, a FIFO or ``-``) read in chunks of whole queries (`Columns`, ``chunks``),
+    each checked for documents given twice. Its blocks are read and scanned on a thread of their own
+    (`TrecFile.blocks`) that starts at once, up to `AHEAD_BLOCKS` ahead, so the run is read while the
+    caller reads the qrels, and the next block while it evaluates a chunk. ``chunk_queries``: queries per
+    chunk (None: `CHUNK_QUERIES`, or fewer once a chunk holds `CHUNK_DOCS` documents). `close` stops the
+    thread."""
+
+    def __init__(self, run, chunk_queries: int | None = None):
+        if not isinstance(run, (str, os.PathLike)):
+            raise InputError(f"stream=True reads a TREC run file; got a {type(run).__name__} (evaluate it in "
+                             "memory).")
+        chunk_docs = CHUNK_DOCS if chunk_queries is None else None
+        chunk_queries = CHUNK_QUERIES if chunk_queries is None else chunk_queries
+        if not is_count(chunk_queries, 1):
+            raise InputError(f"stream must be True or a positive number of queries per chunk, got "
+                             f"{chunk_queries!r}.")
+        self.source = TrecFile(run, "run")
+        form = file_format(self.source.path)
+        if form != "trec":
+            raise InputError(f"stream=True reads TREC run files; {str(self.source.path)!r} is a {FORMAT_NAMES[form]} "
+                             f"run (by its {'first line' if form == 'tsv' else 'suffix'}): such a run is read in "
+                             "memory; evaluate it without stream.")
+        self._blocks = self.source.blocks(AHEAD_BLOCKS)
+        self.chunks = _column_chunks(self.source, chunk_queries, chunk_docs, self._blocks)
+
+    def close(self) -> None:
+        self.chunks.close()
+        self._blocks.close()  # when the chunks were never asked for
+
+
 def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: str, *,
                     chunk_queries: int | None = None, drop_extra: bool = False,
                     ignore_identical_ids: bool = False) -> Streamed:
-    """The per-query tables of a TREC run file (a path, a FIFO or ``-``) read once, chunk by chunk.
+    """The per-query tables of a TREC run file (a path, a FIFO or ``-``, or its `RunChunks` already
+    reading) read once, chunk by chunk.
 
     Same query order, values and errors as the in-memory path (`engine.per_query_tables`), except
     that ``drop_extra`` leaves the run's queries without qrels out (named in ``extra``) instead of
     raising (the error for qrels queries the run lacks still names both). A run from a pipe must be
-    grouped by query (it cannot be read a second time).
+    grouped by query (it cannot be read a second time). The run is read while the qrels are.
     """
-    if not isinstance(run, (str, os.PathLike)):
-        raise InputError(f"stream=True reads a TREC run file; got a {type(run).__name__} (evaluate it in memory).")
-    chunk_docs = CHUNK_DOCS if chunk_queries is None else None
-    chunk_queries = CHUNK_QUERIES if chunk_queries is None else chunk_queries
-    if not is_count(chunk_queries, 1):
-        raise InputError(f"stream must be True or a positive number of queries per chunk, got {chunk_queries!r}.")
-    source = TrecFile(run, "run")
+    reader = run if isinstance(run, RunChunks) else RunChunks(run, chunk_queries)
+    try:
+        return _evaluate_chunks(qrels, reader, specs, make_comparable, oblivious, drop_extra, ignore_identical_ids)
+    finally:
+        reader.close()
+
+
+def _evaluate_chunks(qrels, reader: RunChunks, specs: list, make_comparable: bool, oblivious: str,
+                     drop_extra: bool, ignore_identical_ids: bool) -> Streamed:
+    source = reader.source
     path = source.path
-    form = file_format(path)
-    if form != "trec":
-        raise InputError(f"stream=True reads TREC run files; {str(path)!r} is a {FORMAT_NAMES[form]} run (by its "
-                         f"{'first line' if form == 'tsv' else 'suffix'}): such a run is read in memory; evaluate "
-                         "it without stream.")
     qrels = load_qrels(qrels)
     if is_ranx_qrels(qrels):
         qrels = qrels.to_dict()
@@ -296,7 +333,7 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
             pieces[name].append(table)
 
     try:
-        for columns in _column_chunks(source, chunk_queries, chunk_docs):
+        for columns in reader.chunks:
             order.extend(columns.query_ids)
             evaluate_chunk(columns)
     except _Unsorted as reason:
@@ -305,7 +342,7 @@ def evaluate_stream(qrels, run, specs: list, make_comparable: bool, oblivious: s
                              "time to partition it: give it as a file, or group its lines by query first "
                              "(sort -s -k1,1).") from None
         warnings.warn(f"run file {str(path)!r} is not grouped by query ({reason}): partitioning it by query "
-                      "first (one extra pass).", RuntimeWarning, stacklevel=3)
+                      "first (one extra pass).", RuntimeWarning, stacklevel=4)
         order, extra, evaluated, pieces = [], [], [], {spec.name: [] for spec in specs}
         source = TrecFile(path, "run")  # read whole: its tag is the last line's
         for bucket in _bucket_chunks(source, order):

@@ -1,11 +1,11 @@
 """TREC run and qrels files read into columns by one compiled pass, in blocks of whole lines.
 
 `TrecFile` reads a file (plain, gzip, bzip2 or xz; a path, a FIFO or ``-`` for standard input) once, in
-blocks of about `BLOCK_BYTES`, each scanned by `kernels.trec.scan` on a thread of its own, one block ahead
-of the caller (the scan and the decompression release the GIL): no Python object per line. A `Block` holds
-the ids of its segments of consecutive lines of one query, the doc ids as UTF-8 bytes (decoded into
-strings, `Block.doc_ids`, or code points, `Block.doc_codes`, in one call each), the scores (float64) or
-grades (int64) and the line numbers. Every reader of TREC files uses it: `inputs.read_trec_run` /
+blocks of about `BLOCK_BYTES`, each scanned by `kernels.trec.scan` on a thread of its own (`Ahead`), one
+block ahead of the caller (the scan and the decompression release the GIL): no Python object per line. A `Block` holds
+the ids of its segments of consecutive lines of one query, the doc ids as code points with their bounds
+(decoded into strings in one call, `Block.doc_ids`), the scores (float64) or grades (int64) and the line
+numbers. Every reader of TREC files uses it: `inputs.read_trec_run` /
 `read_trec_qrels` (and so `evaluate` on paths and the HPS candidate reader) and `streaming.evaluate_stream`.
 
 Strictness is trec_eval's reading made explicit (see `kernels.trec`): what trec_eval would misread
@@ -16,6 +16,7 @@ their text by Python's ``float``, which is correctly rounded as C's ``strtod`` i
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import queue
 import threading
@@ -32,7 +33,7 @@ from .kernels import trec as kernel
 from .raw_files import DECOMPRESSION_ERRORS, STDIN, checked_path, open_binary
 
 #: bytes read per block (whole lines; a longer line makes a longer block)
-BLOCK_BYTES = 1 << 21
+BLOCK_BYTES = 1 << 20
 _COLUMNS = {"run": ("qid Q0 docid rank score tag", 6), "qrels": ("qid iter docid rel", 4)}
 _BOM = b"\xef\xbb\xbf"
 
@@ -40,12 +41,15 @@ _BOM = b"\xef\xbb\xbf"
 @dataclass
 class Block:
     """Records of whole lines of a TREC file: segment ``s`` is query ``query_ids[s]``, records
-    ``seg_start[s]:seg_start[s + 1]``; ``docs`` the doc ids' UTF-8 bytes, each followed by a newline."""
+    ``seg_start[s]:seg_start[s + 1]``; record i's doc id is ``codes[lo[i]:hi[i]]`` (Unicode code points,
+    uint32; a newline after each id)."""
 
     path: Path
     query_ids: list
     seg_start: np.ndarray
-    docs: np.ndarray
+    codes: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
     values: np.ndarray
     lines: np.ndarray
 
@@ -55,19 +59,28 @@ class Block:
     @cached_property
     def doc_ids(self) -> list:
         """The doc ids as strings, one per record."""
-        return self.docs[:-1].tobytes().decode("utf-8").split("\n")
+        codes = self.codes[:-1]
+        text = codes.astype(np.uint8).tobytes().decode("ascii") if bool((codes < 128).all()) else \
+            codes.tobytes().decode("utf-32-le")
+        return text.split("\n")
 
-    def doc_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(codes, lo, hi): the doc ids as Unicode code points (uint32), id i being ``codes[lo[i]:hi[i]]``."""
-        if (self.docs < 128).all():
-            codes = self.docs.astype(np.uint32)
-        else:
-            codes = np.frombuffer(self.docs.tobytes().decode("utf-8").encode("utf-32-le"), np.uint32)
-        hi = np.flatnonzero(codes == 10)
-        lo = np.empty_like(hi)
-        lo[:1] = 0
-        lo[1:] = hi[:-1] + 1
-        return codes, lo, hi
+
+class _Scratch:
+    """`kernels.trec.scan`'s outputs for blocks of up to ``bytes`` bytes and ``lines`` lines, reused from block
+    to block (what a block keeps is copied out): no allocation per block, and no freed block-sized
+    buffers for the allocator to keep."""
+
+    def __init__(self, n_bytes: int, lines: int, run: bool):
+        self.bytes, self.lines = n_bytes, lines
+        self.buf = np.empty(n_bytes + kernel.PAD, np.uint8)
+        self.rec_line = np.empty(lines, np.int32)
+        self.seg_start = np.empty(lines + 1, np.int32)
+        self.slow = np.empty((lines if run else 0, 3), np.int32)
+        self.values = np.empty(lines, np.float64 if run else np.int64)
+        self.codes = np.empty(n_bytes + kernel.PAD, np.uint32)
+        self.doc_lo = np.empty(lines, np.int64)
+        self.doc_hi = np.empty(lines, np.int64)
+        self.queries = np.empty(n_bytes, np.uint8)
 
 
 class TrecFile:
@@ -84,15 +97,17 @@ class TrecFile:
         """Whether the file can be read again (a regular file, not standard input, a pipe or a FIFO)."""
         return str(self.path) != STDIN and self.path.is_file()
 
-    def blocks(self) -> Generator[Block, None, None]:
-        """The file's records, block by block, read and scanned one block ahead on a thread of their own
-        (unless `threads.n_threads` is 1); a bad line raises after the records before it."""
-        return _ahead(self._blocks()) if threads.n_threads() > 1 else self._blocks()
+    def blocks(self, ahead: int = 1) -> Ahead | Generator[Block, None, None]:
+        """The file's records, block by block, read and scanned up to ``ahead`` blocks ahead on a thread
+        of their own that starts at once (`Ahead`, unless `threads.n_threads` is 1); a bad line raises
+        after the records before it. Close what it returns (``contextlib.closing``) to stop early."""
+        return Ahead(self._blocks(), ahead) if threads.n_threads() > 1 else self._blocks()
 
     def _blocks(self) -> Generator[Block, None, None]:
         run = self.kind == "run"
         empty_f, empty_i = np.empty(0, np.float64), np.empty(0, np.int64)
         lines_before = 0
+        room = _Scratch(0, 0, run)
         with open_binary(self.path, self.kind) as (handle, compression):
             carry = b""
             first = True
@@ -121,28 +136,29 @@ class TrecFile:
                     if chunk.startswith(_BOM):
                         chunk = chunk[len(_BOM):]
                 chunk, pending = self._valid_utf8(chunk, lines_before)
-                buf = np.frombuffer(chunk, np.uint8)
                 max_lines = chunk.count(b"\n")
-                rec_line = np.empty(max_lines, np.int32)
-                seg_start = np.empty(max_lines + 1, np.int32)
-                slow = np.empty((max_lines if run else 0, 3), np.int32)
-                values = np.empty(max_lines, np.float64 if run else np.int64)
-                docs = np.empty(len(chunk), np.uint8)
-                queries = np.empty(len(chunk), np.uint8)
-                (n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, n_lines, bad,
-                 code) = kernel.scan(buf, run, rec_line, values if run else empty_f, empty_i if run else values,
-                                     slow, docs, seg_start, queries)
+                if len(chunk) > room.bytes or max_lines > room.lines:
+                    room = _Scratch(max(len(chunk), room.bytes), max(max_lines, room.lines), run)
+                buf = room.buf[:len(chunk) + kernel.PAD]
+                buf[:len(chunk)] = np.frombuffer(chunk, np.uint8)
+                buf[len(chunk):] = 10  # the padding the scan may read
+                (n_rec, n_code, n_seg, n_q, n_slow, tag_lo, tag_hi, n_lines, bad,
+                 code) = kernel.scan(buf, run, room.rec_line, room.values if run else empty_f,
+                                     empty_i if run else room.values, room.slow, room.codes, room.doc_lo, room.doc_hi,
+                                     room.seg_start, room.queries)
                 if n_rec:
-                    seg_start[n_seg] = n_rec
-                    values = values[:n_rec]
-                    for record, lo, hi in slow[:n_slow].tolist():
+                    values = room.values[:n_rec].copy()
+                    for record, lo, hi in room.slow[:n_slow].tolist():
                         values[record] = _score(chunk[lo:hi].decode("ascii"), f"{self.path}:"
-                                                f"{lines_before + rec_line[record] + 1}")
+                                                f"{lines_before + room.rec_line[record] + 1}")
                     if run:
                         self.tag = chunk[tag_lo:tag_hi].decode("utf-8")
-                    yield Block(self.path, queries[:n_q - 1].tobytes().decode("utf-8").split("\n"),
-                                seg_start[:n_seg + 1].copy(), docs[:n_doc].copy(), values,
-                                rec_line[:n_rec].astype(np.int64) + (lines_before + 1))
+                    seg_start = np.empty(n_seg + 1, np.int32)
+                    seg_start[:n_seg] = room.seg_start[:n_seg]
+                    seg_start[n_seg] = n_rec
+                    yield Block(self.path, room.queries[:n_q - 1].tobytes().decode("utf-8").split("\n"), seg_start,
+                                room.codes[:n_code].copy(), room.doc_lo[:n_rec].copy(), room.doc_hi[:n_rec].copy(),
+                                values, room.rec_line[:n_rec].astype(np.int64) + (lines_before + 1))
                 if bad >= 0:
                     raise self._line_error(chunk, bad, lines_before + bad + 1, code)
                 if pending is not None:
@@ -186,47 +202,62 @@ class TrecFile:
         return InputError(f"{where}: score {tokens[4]!r} is not a number.")
 
 
-def _ahead(items: Generator[Block, None, None]) -> Generator[Block, None, None]:
-    """The items of `items`, made on a thread of their own at most one ahead of the caller; what that
-    raises is raised here after the items before it. Stopping early (closing this generator) stops it."""
-    handover: queue.Queue = queue.Queue(maxsize=1)
-    stop = threading.Event()
+class Ahead:
+    """The items of a generator, made on a thread of their own that starts at once and runs at most
+    ``ahead`` items ahead of the caller; what the generator raises is raised here after the items before
+    it. `close` stops the thread (dropping the last reference to it too, without waiting)."""
 
-    def give(item) -> bool:
-        while not stop.is_set():
+    def __init__(self, items: Generator, ahead: int = 1):
+        self._handover: queue.Queue = queue.Queue(maxsize=ahead)
+        self._stop = threading.Event()
+        self._done = False
+        self._items = items
+        self._maker = threading.Thread(target=self._make, name="tieaware-trec-reader", daemon=True)
+        self._maker.start()
+
+    def _give(self, item) -> bool:
+        while not self._stop.is_set():
             try:
-                handover.put(item, timeout=0.05)
+                self._handover.put(item, timeout=0.05)
                 return True
             except queue.Full:
                 continue
         return False
 
-    def make() -> None:
+    def _make(self) -> None:
         try:
-            for item in items:
-                if not give((True, item)):
+            for item in self._items:
+                if not self._give((True, item)):
                     return
         except BaseException as exc:  # handed to the caller, raised there
-            give((False, exc))
+            self._give((False, exc))
         else:
-            give((False, None))
+            self._give((False, None))
         finally:
-            items.close()
+            self._items.close()
 
-    maker = threading.Thread(target=make, name="tieaware-trec-reader", daemon=True)
-    maker.start()
-    try:
-        while True:
-            ok, item = handover.get()
-            if ok:
-                yield item
-            elif item is None:
-                return
-            else:
-                raise item
-    finally:
-        stop.set()
-        maker.join()
+    def __iter__(self) -> Ahead:
+        return self
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        ok, item = self._handover.get()
+        if ok:
+            return item
+        self.close()
+        if item is None:
+            raise StopIteration
+        raise item
+
+    def close(self) -> None:
+        """Stop the thread (a no-op once stopped)."""
+        self._done = True
+        self._stop.set()
+        self._maker.join()
+
+    def __del__(self) -> None:
+        self._stop.set()
 
 
 def _read_block(handle) -> tuple[bytes, Exception | None]:
@@ -330,10 +361,11 @@ def read_trec(path, kind: str) -> tuple[dict, str | None]:
     """(``{qid: {docid: value}}`` in the file's order, the run tag of the last line) of a TREC file."""
     source = TrecFile(path, kind)
     out: dict = {}
-    for block in source.blocks():
-        values = block.values.tolist()
-        for segment in range(len(block.query_ids)):
-            put_segment(out, block, segment, values)
+    with contextlib.closing(source.blocks()) as blocks:
+        for block in blocks:
+            values = block.values.tolist()
+            for segment in range(len(block.query_ids)):
+                put_segment(out, block, segment, values)
     if not out:
         raise InputError(f"{kind} file {str(source.path)!r} holds no {kind} lines.")
     return out, source.tag

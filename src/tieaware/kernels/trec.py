@@ -15,19 +15,58 @@ A grade is ``[+-]? digits [. 0*]`` (``2``, ``+2``, ``2.0``) of at most 18 digits
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
+from numba import types
+from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
 from .disk_cache import kernel
+from .groups import compare_ids, id_hash
 
 #: error codes of `scan`: a line with the wrong number of columns, a score that is not a number,
 #: a NaN score, a grade that is not an integer (or beyond 18 digits)
 COLUMNS, SCORE, NAN, GRADE = 1, 2, 3, 4
 _POWERS = np.array([10.0 ** i for i in range(23)])  # each exact in float64
+#: bytes after a block's last newline that `scan` may read (8-byte words), not part of the block
+PAD = 8
+_ONES = np.uint64(0x0101010101010101)
+_HIGH = np.uint64(0x8080808080808080)
+
+
+@intrinsic
+def _word(typingctx, buf, i):
+    """Bytes ``buf[i:i + 8]`` as one uint64, the first byte lowest (one unaligned load)."""
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        pointer = builder.bitcast(builder.gep(array.data, [args[1]]),
+                                  context.get_value_type(types.uint64).as_pointer())
+        word = builder.load(pointer, align=1)
+        return word if sys.byteorder == "little" else builder.bswap(word)
+    return types.uint64(buf, types.intp), codegen
 
 
 @kernel(inline="always")
 def _is_space(c) -> bool:
     return c == 32 or 9 <= c <= 13
+
+
+@kernel(inline="always")
+def _space_at_or_after(buf, i):
+    """The index of the first ASCII whitespace byte from ``buf[i]`` on (there is one: a block ends with a
+    newline), 8 bytes at a time: in a word, the lowest byte below 33 is flagged exactly by
+    ``(w - 33 * 0x01..01) & ~w & 0x80..80`` (Mycroft's test), then checked to be whitespace."""
+    while True:
+        w = _word(buf, i)
+        below = (w - _ONES * np.uint64(33)) & ~w & _HIGH
+        if below:
+            j = i + (np.int64(trailing_zeros(below)) >> 3)
+            if _is_space(buf[j]):
+                return j
+            i = j + 1
+        else:
+            i += 8
 
 
 @kernel(inline="always")
@@ -145,6 +184,39 @@ def _grade(buf, lo, hi):
 
 
 @kernel(inline="always")
+def _append_codes(buf, lo, hi, codes, at):
+    """Write the UTF-8 (valid: the caller checked it) of ``buf[lo:hi]`` into ``codes[at:]`` as code points,
+    then a newline; returns where the next id starts. ASCII goes 8 bytes at a time (up to 7 codes past the
+    id are written, then overwritten: ``codes`` has room for them)."""
+    i = lo
+    while i < hi:
+        w = _word(buf, i)
+        if not w & _HIGH:
+            for k in range(8):
+                codes[at + k] = (w >> np.uint64(8 * k)) & np.uint64(0xFF)
+            step = min(8, hi - i)
+            i += step
+            at += step
+            continue
+        c = np.int64(buf[i])
+        if c < 0x80:
+            i += 1
+        elif c < 0xE0:
+            c = ((c & 0x1F) << 6) | (buf[i + 1] & 0x3F)
+            i += 2
+        elif c < 0xF0:
+            c = ((c & 0x0F) << 12) | ((buf[i + 1] & 0x3F) << 6) | (buf[i + 2] & 0x3F)
+            i += 3
+        else:
+            c = ((c & 0x07) << 18) | ((buf[i + 1] & 0x3F) << 12) | ((buf[i + 2] & 0x3F) << 6) | (buf[i + 3] & 0x3F)
+            i += 4
+        codes[at] = c
+        at += 1
+    codes[at] = 10
+    return at + 1
+
+
+@kernel(inline="always")
 def _append(source, lo, hi, target, at):
     for i in range(lo, hi):
         target[at + i - lo] = source[i]
@@ -153,23 +225,26 @@ def _append(source, lo, hi, target, at):
 
 
 @kernel(nogil=True)
-def scan(buf, run, rec_line, scores, grades, slow, docs, seg_start, queries):
-    """Read the lines of ``buf`` (whole lines, the last ending in a newline) until the first bad one.
+def scan(buf, run, rec_line, scores, grades, slow, codes, doc_lo, doc_hi, seg_start, queries):
+    """Read the lines of ``buf`` (valid UTF-8, whole lines, the last ending in a newline, then `PAD` bytes
+    of padding) until the first bad one.
 
     Writes per record (a line that is not blank or a comment): ``rec_line`` its line index in the block,
-    ``scores`` (runs) or ``grades`` (qrels) its value, its doc id into ``docs`` ('\\n' after each);
-    ``seg_start`` the first record of each segment of consecutive lines with one query id and
-    ``queries`` those ids ('\\n' after each); ``slow`` (record, score start, score end) of scores to
-    convert from their text.
+    ``scores`` (runs) or ``grades`` (qrels) its value, its doc id into ``codes`` as code points (a newline
+    after each), from ``doc_lo`` to ``doc_hi``; ``seg_start`` the first record of each segment of
+    consecutive lines with one query id and ``queries`` those ids' bytes ('\\n' after each); ``slow``
+    (record, score start, score end) of scores to convert from their text.
 
-    Returns (records, doc bytes, segments, query bytes, slow scores, tag start, tag end (of the last
-    record), lines, bad line index or -1, its error code). Releases the GIL: `trec_files` scans the next
-    block while the caller evaluates the one before.
+    Returns (records, code points, segments, query bytes, slow scores, tag start, tag end (of the last
+    record), lines, bad line index or -1, its error code). A token's end is found 8 bytes at a time, so
+    tokens of varying length cost no mispredicted branch per byte; the last byte being a newline ends
+    every loop without a bound check.
+    Releases the GIL: `trec_files` scans the next block while the caller evaluates the one before.
     """
-    n = buf.shape[0]
+    n = buf.shape[0] - PAD
     starts = np.empty(7, np.int64)
     ends = np.empty(7, np.int64)
-    n_rec = n_doc = n_seg = n_q = n_slow = 0
+    n_rec = n_code = n_seg = n_q = n_slow = 0
     tag_lo = tag_hi = 0
     q_lo = q_hi = 0  # the current segment's query id in buf
     line = 0
@@ -177,13 +252,14 @@ def scan(buf, run, rec_line, scores, grades, slow, docs, seg_start, queries):
     while i < n:
         n_tok = 0
         while True:  # the line's tokens
-            while i < n and buf[i] != 10 and _is_space(buf[i]):
+            c = buf[i]
+            while c != 10 and _is_space(c):
                 i += 1
-            if i >= n or buf[i] == 10:
+                c = buf[i]
+            if c == 10:
                 break
             lo = i
-            while i < n and not _is_space(buf[i]):
-                i += 1
+            i = _space_at_or_after(buf, i + 1)
             if n_tok < 7:
                 starts[n_tok] = lo
                 ends[n_tok] = i
@@ -193,11 +269,11 @@ def scan(buf, run, rec_line, scores, grades, slow, docs, seg_start, queries):
             line += 1
             continue
         if (n_tok < 6) if run else (n_tok != 4):
-            return n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, COLUMNS
+            return n_rec, n_code, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, COLUMNS
         if run:
             code, value = _score(buf, starts[4], ends[4], _POWERS)
             if code > 0:
-                return n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, code
+                return n_rec, n_code, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, code
             if code < 0:
                 slow[n_slow, 0] = n_rec
                 slow[n_slow, 1] = starts[4]
@@ -208,7 +284,7 @@ def scan(buf, run, rec_line, scores, grades, slow, docs, seg_start, queries):
         else:
             code, grade = _grade(buf, starts[3], ends[3])
             if code > 0:
-                return n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, code
+                return n_rec, n_code, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, code
             grades[n_rec] = grade
         same = n_seg > 0 and ends[0] - starts[0] == q_hi - q_lo
         if same:
@@ -221,18 +297,21 @@ def scan(buf, run, rec_line, scores, grades, slow, docs, seg_start, queries):
             n_seg += 1
             q_lo, q_hi = starts[0], ends[0]
             n_q = _append(buf, q_lo, q_hi, queries, n_q)
-        n_doc = _append(buf, starts[2], ends[2], docs, n_doc)
+        doc_lo[n_rec] = n_code
+        n_code = _append_codes(buf, starts[2], ends[2], codes, n_code)
+        doc_hi[n_rec] = n_code - 1
         rec_line[n_rec] = line
         n_rec += 1
         line += 1
-    return n_rec, n_doc, n_seg, n_q, n_slow, tag_lo, tag_hi, line, -1, 0
+    return n_rec, n_code, n_seg, n_q, n_slow, tag_lo, tag_hi, line, -1, 0
 
 
 @kernel(nogil=True)
-def first_repeat(codes, id_lo, id_hi, offsets):
+def first_repeat(codes, id_lo, id_hi, offsets, seed):
     """The first id (in order) that its query (ids ``offsets[q]:offsets[q + 1]``, id i being
     ``codes[id_lo[i]:id_hi[i]]``) holds earlier too, or -1: an open-addressing table of each query's ids
-    by an FNV-1a hash, a match confirmed code by code."""
+    by `groups.id_hash` from ``seed`` (`groups.SEED`, drawn per process, so ids cannot be built in advance
+    to collide into long probe chains), a match confirmed by `groups.compare_ids`."""
     longest = 0
     for q in range(offsets.shape[0] - 1):
         longest = max(longest, offsets[q + 1] - offsets[q])
@@ -240,6 +319,7 @@ def first_repeat(codes, id_lo, id_hi, offsets):
     while capacity < 2 * longest:
         capacity *= 2
     table = np.empty(capacity, np.int64)
+    hashes = np.empty(capacity, np.uint64)
     for q in range(offsets.shape[0] - 1):
         lo, hi = offsets[q], offsets[q + 1]
         size = 2
@@ -247,20 +327,13 @@ def first_repeat(codes, id_lo, id_hi, offsets):
             size *= 2
         table[:size] = -1
         for i in range(lo, hi):
-            h = np.uint64(14695981039346656037)
-            for c in range(id_lo[i], id_hi[i]):
-                h = (h ^ np.uint64(codes[c])) * np.uint64(1099511628211)
+            h = id_hash(codes, id_lo[i], id_hi[i], seed)
             slot = np.int64(h & np.uint64(size - 1))
             while table[slot] >= 0:
                 j = table[slot]
-                if id_hi[j] - id_lo[j] == id_hi[i] - id_lo[i]:
-                    same = True
-                    for k in range(id_hi[i] - id_lo[i]):
-                        if codes[id_lo[i] + k] != codes[id_lo[j] + k]:
-                            same = False
-                            break
-                    if same:
-                        return i
+                if hashes[slot] == h and compare_ids(codes, id_lo[i], id_hi[i], codes, id_lo[j], id_hi[j]) == 0:
+                    return i
                 slot = (slot + 1) & (size - 1)
             table[slot] = i
+            hashes[slot] = h
     return -1
