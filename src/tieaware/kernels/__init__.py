@@ -3,10 +3,10 @@
 by `kernel` (``numba.njit`` with the process-safe disk cache of `disk_cache`)."""
 from .disk_cache import kernel
 
-# Flags of a kernel called only from other kernels: numba then builds no Python or C wrapper for
-# it (compile time paid by every user's first evaluate with an empty cache).
+# Flags of a kernel called only from other kernels: numba then builds no Python wrapper for it
+# (compile time paid by every user's first evaluate with an empty cache; no kernel gets a C one, `kernel`).
 # Constants passed to such a kernel are wrapped (np.int64(0), np.bool_(True)): numba types a bare
 # constant as a literal and compiles one more specialisation for it.
-INNER = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+INNER = {"no_cpython_wrapper": True}
 
 __all__ = ["INNER", "kernel"]

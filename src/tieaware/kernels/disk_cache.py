@@ -112,9 +112,11 @@ class VerifiedFunctionCache(FunctionCache):
 
 def kernel(function=None, **flags):
     """``numba.njit(**flags)`` with the on-disk cache of `VerifiedFunctionCache` (``cache=True``
-    is implied). Use as ``@kernel`` or ``@kernel(inline="always")``."""
+    is implied) and no C-callable wrapper (``no_cfunc_wrapper``: kernels are called from Python and
+    from other kernels only, never as ``cfunc``s, and the wrapper is compiled code the first call
+    would pay for). Use as ``@kernel`` or ``@kernel(inline="always")``."""
     def compile_lazily(py_func):
-        dispatcher = njit(**flags)(py_func)
+        dispatcher = njit(**{"no_cfunc_wrapper": True, **flags})(py_func)
         use_cache(dispatcher, VerifiedFunctionCache(py_func))
         return dispatcher
 

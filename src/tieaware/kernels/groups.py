@@ -29,7 +29,9 @@ layer (the readers release the GIL instead, so that `tieaware.threads` runs rang
 on plain threads), and allocate only per-query scratch. What an empty
 numba cache costs (the first evaluate) is kept down by the layout: the stages
 called only from other kernels get no Python wrapper (`tieaware.kernels.INNER`), `query_groups`
-is inlined into its two callers, and `scratch` is plain numpy.
+is inlined into its two callers, `scratch` is plain numpy, and one sort of float keys
+(`_sort_keys`) serves `argsort_segments` and the members' best-first order, while the one
+comparison of ids (`_id_before`) is compiled once, not inlined where ids are compared.
 """
 import secrets
 from typing import NamedTuple
@@ -48,7 +50,7 @@ ODD = np.uint64(0x100000001B3)  # FNV's prime: the fingerprint's polynomial base
 _MIX = np.uint64(0xFF51AFD7ED558CCD)  # murmur3's fmix64 multipliers
 _MIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: multiplicative hashing
-RUN = 32  # `_sort_keys` and `_sort_members` sort runs of this many elements by insertion before merging
+RUN = 32  # `_sort_keys` sorts runs of this many elements by insertion before merging
 
 
 class Scratch(NamedTuple):
@@ -56,18 +58,19 @@ class Scratch(NamedTuple):
 
     table: np.ndarray  #: (>= 8m,) open-addressing table of judged ids (`_find_judged`)
     key_hash: np.ndarray  #: (m,) each judged id's `id_hash`
-    key_doc: np.ndarray  #: (m,) the retrieved document of each judged id, or -1; then the members' compacted
+    key_doc: np.ndarray  #: (m,) the judged documents found, in input order (`_find_judged`)
     doc_member: np.ndarray  #: (n,) each document's member index, or -1 (kept at -1 between queries)
     mem_doc: np.ndarray  #: (m,) each member's document, best-first
     by_id: np.ndarray  #: (m,) member indices sorted best-first, then by id inside each group
-    tmp: np.ndarray  #: (m,) the merge sort's buffer
+    tmp: np.ndarray  #: (m,) the merge sorts' buffer
+    sort_key: np.ndarray  #: (m,) the keys of `_sort_keys` while the members are sorted best-first
     passed: np.ndarray  #: (2m + 1,) per group, documents passed by its members' ids (`passed_cell`)
     distinct: np.ndarray  #: (m + 1,) the groups' scores, descending, and NaN after the last
     bucket_start: np.ndarray  #: (8m + 2,) `_bucket_starts`
     gaps: np.ndarray  #: (2m + 2,) per group, documents above it and in it (`gap_cell`)
     in_group: np.ndarray  #: (n,) the documents in a judged group, in input order
     in_slot: np.ndarray  #: (n,) and their groups
-    grade: np.ndarray  #: (m,) the found members' judgments, before sorting
+    grade: np.ndarray  #: (m,) the found documents' judgments, in input order (`_find_judged`)
 
 
 class GroupArrays(NamedTuple):
@@ -82,19 +85,6 @@ class GroupArrays(NamedTuple):
     grp_size: np.ndarray  #: documents with its score, judged or not
     grp_mem_start: np.ndarray  #: where its members start
     grp_mem_end: np.ndarray  #: and end
-
-
-class ByMember(NamedTuple):
-    """Sort order of `_sort_members` (`_member_before`)."""
-
-    by_id: np.bool_
-    docs: np.ndarray
-    grades: np.ndarray
-    scores: np.ndarray
-    doc_key: np.ndarray
-    codes: np.ndarray
-    id_lo: np.ndarray
-    id_hi: np.ndarray
 
 
 def group_slots(n_groups: np.ndarray, mem_offsets: np.ndarray) -> np.ndarray:
@@ -238,28 +228,21 @@ def _first_at_or_below(distinct, lo, hi, s):
     return lo
 
 
-@kernel(inline="always")
-def _member_before(order, x, y):
-    """Whether member x sorts before member y (`ByMember`): by document id ascending (``by_id``), else
-    best-first (score descending, judgment descending, input order)."""
-    a, b = order.docs[x], order.docs[y]
-    if order.by_id:
-        if order.doc_key[a] != order.doc_key[b]:
-            return order.doc_key[a] < order.doc_key[b]
-        return compare_ids(order.codes, order.id_lo[a], order.id_hi[a], order.codes, order.id_lo[b],
-                           order.id_hi[b]) < 0
-    if order.scores[a] != order.scores[b]:
-        return order.scores[a] > order.scores[b]
-    if order.grades[x] != order.grades[y]:
-        return order.grades[x] > order.grades[y]
-    return a < b
+@kernel(**INNER)
+def _id_before(codes, id_lo, id_hi, doc_key, a, b):
+    """Whether document a's id sorts before document b's: by `id_key` (doc_key, filled for both), then
+    `compare_ids`."""
+    if doc_key[a] != doc_key[b]:
+        return doc_key[a] < doc_key[b]
+    return compare_ids(codes, id_lo[a], id_hi[a], codes, id_lo[b], id_hi[b]) < 0
 
 
 @kernel(**INNER)
 def _sort_keys(perm, lo, hi, tmp, keys):
     """Sort perm[lo:hi] (element indices) by keys[perm] ascending, stably: runs of `RUN` sorted by
     insertion, then merged bottom-up through tmp[lo:hi]; O(m log m) comparisons and no allocation for m
-    elements (the runs save most of a merge sort's passes on the short segments met here)."""
+    elements (the runs save most of a merge sort's passes on the short segments met here). One
+    compiled signature (int64 perm, float64 keys) serves every caller."""
     for start in range(lo, hi, RUN):
         end = min(start + RUN, hi)
         for k in range(start + 1, end):
@@ -288,27 +271,19 @@ def _sort_keys(perm, lo, hi, tmp, keys):
 
 
 @kernel(**INNER)
-def _sort_members(perm, lo, hi, tmp, order):
-    """`_sort_keys` with `_member_before` under `order` (`ByMember`) as the comparison. A copy, not one
-    sort taking the comparison through an ``overload``: numba does not inline that call, which made
-    reading a ranx Run about 18% slower."""
-    for start in range(lo, hi, RUN):
-        end = min(start + RUN, hi)
-        for k in range(start + 1, end):
-            x = perm[k]
-            t = k
-            while t > start and _member_before(order, x, perm[t - 1]):
-                perm[t] = perm[t - 1]
-                t -= 1
-            perm[t] = x
-    width = RUN
+def _sort_by_id(perm, lo, hi, tmp, docs, codes, id_lo, id_hi, doc_key):
+    """Sort perm[lo:hi] (indices into docs) by document id ascending (`_id_before`): a bottom-up merge
+    sort through tmp[lo:hi], O(m log m) comparisons for m elements. It orders the members of one tie
+    group, mostly a few; written once, with one comparison (each inlined comparison is compiled again)."""
+    width = 1
     while width < hi - lo:
         for left in range(lo, hi, 2 * width):
             mid = min(left + width, hi)
             right = min(left + 2 * width, hi)
             i, j = left, mid
             for k in range(left, right):
-                if j >= right or i < mid and not _member_before(order, perm[j], perm[i]):
+                if j >= right or i < mid and not _id_before(codes, id_lo, id_hi, doc_key, docs[perm[j]],
+                                                            docs[perm[i]]):
                     tmp[k] = perm[i]
                     i += 1
                 else:
@@ -325,7 +300,9 @@ def argsort_segments(keys, offsets):
     ``lexsort((keys, segment))`` for contiguous segments) by `_sort_keys`: O(n log m) for segments of
     at most m, and no numpy sort to compile (np.argsort in a kernel makes an empty cache's first call
     slower)."""
-    perm = np.arange(keys.shape[0])
+    perm = np.empty(keys.shape[0], np.int64)  # filled by a loop: np.arange has its own implementation to compile
+    for i in range(keys.shape[0]):
+        perm[i] = i
     tmp = np.empty(keys.shape[0], np.int64)
     for s in range(offsets.shape[0] - 1):
         _sort_keys(perm, offsets[s], offsets[s + 1], tmp, keys)
@@ -341,7 +318,7 @@ def scratch(max_docs: int, max_judged: int) -> Scratch:
     m, n = max_judged, max_docs
     return Scratch(table=np.empty(n_table, np.int64), key_hash=np.empty(m, np.uint64), key_doc=np.empty(m, np.int64),
                    doc_member=np.full(n, -1, np.int64), mem_doc=np.empty(m, np.int64), by_id=np.empty(m, np.int64),
-                   tmp=np.empty(m, np.int64), passed=np.empty(2 * m + 1, np.int64),
+                   tmp=np.empty(m, np.int64), sort_key=np.empty(m, np.float64), passed=np.empty(2 * m + 1, np.int64),
                    distinct=np.empty(m + 1, np.float64), bucket_start=np.empty(8 * m + 2, np.int64),
                    gaps=np.empty(2 * m + 2, np.int64), in_group=np.empty(n, np.int64), in_slot=np.empty(n, np.int64),
                    grade=np.empty(m, np.float64))
@@ -369,11 +346,14 @@ def gap_cell(b, inside):
 
 
 @kernel(**INNER)
-def _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_hash, key_doc, seed):
-    """key_doc[a]: the retrieved document whose id is judged id a, or -1; returns how many were found.
+def _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, j_grade, table, key_hash, key_doc, grade, seed):
+    """The retrieved documents whose id is judged, in input order, to key_doc[0:found] and their
+    judgments to grade[0:found]; returns found.
 
     Judged ids go into an open-addressing table at most 1/8 full, so a document not judged (the
-    usual case) mostly meets an empty slot at once: few mispredicted branches."""
+    usual case) mostly meets an empty slot (-1) at once: few mispredicted branches. A judged id
+    found is marked (-2) where it was: it matches no second document (ids are distinct within a
+    query; even if not, found stays at most m)."""
     m = j_lo.shape[0]
     bits = 3
     while (1 << bits) < 8 * m:
@@ -388,14 +368,16 @@ def _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_h
         while table[slot] >= 0:
             slot = (slot + 1) & mask
         table[slot] = a
-        key_doc[a] = -1
     found = 0
     for i in range(doc_hash.shape[0]):
         slot = np.int64((doc_hash[i] * FIBONACCI) >> shift)
-        while table[slot] >= 0:
+        while table[slot] != -1:
             a = table[slot]
-            if key_hash[a] == doc_hash[i] and compare_ids(codes, id_lo[i], id_hi[i], jcodes, j_lo[a], j_hi[a]) == 0:
-                key_doc[a] = i
+            if a >= 0 and key_hash[a] == doc_hash[i] and compare_ids(codes, id_lo[i], id_hi[i], jcodes, j_lo[a],
+                                                                    j_hi[a]) == 0:
+                key_doc[found] = i
+                grade[found] = j_grade[a]
+                table[slot] = -2
                 found += 1
                 break
             slot = (slot + 1) & mask
@@ -403,23 +385,23 @@ def _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, table, key_h
 
 
 @kernel(**INNER)
-def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key, work, out, m0):
-    """Write the found members best-first (score descending, judgment descending, input order) and their
-    groups from index m0; each group's members also by id ascending (``by_id``). Returns the groups."""
-    doc_member, mem_doc, by_id, passed, distinct, grade = (work.doc_member, work.mem_doc, work.by_id, work.passed,
-                                                           work.distinct, work.grade)
+def _order_members(found, scores, codes, id_lo, id_hi, doc_key, work, out, m0):
+    """Write the found members (`_find_judged`) best-first (score descending, judgment descending, input
+    order) and their groups from index m0; each group's members also by id ascending (``by_id``).
+    Returns the groups. Best-first takes two stable sorts of keys (`_sort_keys`, the one compiled sort
+    of float keys): by judgment, then by score."""
+    doc_member, mem_doc, by_id, passed, distinct = work.doc_member, work.mem_doc, work.by_id, work.passed, work.distinct
+    key_doc, grade, keys = work.key_doc, work.grade, work.sort_key
     grp_size, grp_mem_start, grp_mem_end = out.grp_size, out.grp_mem_start, out.grp_mem_end
-    f = 0
-    for a in range(j_grade.shape[0]):
-        if key_doc[a] >= 0:
-            d = key_doc[f] = key_doc[a]  # compacted in place: f <= a
-            doc_key[d] = id_key(codes, id_lo[d], id_hi[d])  # the members' keys only (`query_groups`)
-            grade[f] = j_grade[a]
-            by_id[f] = f
-            f += 1
-    # typed flags, not literals (`tieaware.kernels.INNER`): one compiled sort serves both orders
-    _sort_members(by_id, np.int64(0), found, work.tmp,
-                ByMember(np.bool_(False), key_doc, grade, scores, doc_key, codes, id_lo, id_hi))
+    for f in range(found):
+        d = key_doc[f]
+        doc_key[d] = id_key(codes, id_lo[d], id_hi[d])  # the members' keys only (`query_groups`)
+        by_id[f] = f
+        keys[f] = -grade[f]
+    _sort_keys(by_id, np.int64(0), found, work.tmp, keys)
+    for f in range(found):
+        keys[f] = -scores[key_doc[f]]
+    _sort_keys(by_id, np.int64(0), found, work.tmp, keys)
     for p in range(found):
         d = mem_doc[p] = key_doc[by_id[p]]
         out.mem_rel[m0 + p] = grade[by_id[p]]
@@ -437,7 +419,6 @@ def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key
         grp_mem_end[m0 + g - 1] = m0 + p + 1
     distinct[g] = np.nan  # never equal, never greater: the slot past the last group
     # each group's members by id ascending, and its `passed_cell`s cleared
-    by_ids = ByMember(np.bool_(True), mem_doc, grade, scores, doc_key, codes, id_lo, id_hi)
     for b in range(g):
         lo, hi = grp_mem_start[m0 + b] - m0, grp_mem_end[m0 + b] - m0
         for t in range(lo, hi):
@@ -445,7 +426,7 @@ def _order_members(found, key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key
         for t in range(lo, hi + 1):
             passed[passed_cell(b, t)] = 0
         if hi - lo > 1:
-            _sort_members(by_id, lo, hi, work.tmp, by_ids)
+            _sort_by_id(by_id, lo, hi, work.tmp, mem_doc, codes, id_lo, id_hi, doc_key)
     return g
 
 
@@ -485,24 +466,18 @@ def _rank_in_groups(n_in, g, codes, id_lo, id_hi, doc_key, work, out, m0):
     grp_size, grp_mem_start, grp_mem_end = out.grp_size, out.grp_mem_start, out.grp_mem_end
     for t in range(n_in):
         i, b = work.in_group[t], work.in_slot[t]
-        key = id_key(codes, id_lo[i], id_hi[i])
+        doc_key[i] = id_key(codes, id_lo[i], id_hi[i])
         p = doc_member[i]
         if p >= 0:
             out.mem_input_rank[m0 + p] = grp_size[m0 + b]
         grp_size[m0 + b] += 1
         lo, hi = grp_mem_start[m0 + b] - m0, grp_mem_end[m0 + b] - m0
-        if hi - lo == 1:  # the usual group: one judged member, compared without a branch on the ids
-            d = mem_doc[lo]
-            if doc_key[d] == key:
-                lo += compare_ids(codes, id_lo[d], id_hi[d], codes, id_lo[i], id_hi[i]) < 0
-            else:
-                lo += doc_key[d] < key
+        if hi - lo == 1:  # the usual group: one judged member, compared without a branch on the result
+            lo += _id_before(codes, id_lo, id_hi, doc_key, mem_doc[lo], i)
         else:
             while lo < hi:  # members (by id) whose id is smaller than document i's
                 mid = (lo + hi) // 2
-                d = mem_doc[by_id[mid]]
-                if doc_key[d] < key or doc_key[d] == key and compare_ids(
-                        codes, id_lo[d], id_hi[d], codes, id_lo[i], id_hi[i]) < 0:
+                if _id_before(codes, id_lo, id_hi, doc_key, mem_doc[by_id[mid]], i):
                     lo = mid + 1
                 else:
                     hi = mid
@@ -546,11 +521,11 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
             return 0, 0, i
     if scores.shape[0] == 0 or j_lo.shape[0] == 0:
         return 0, 0, -1
-    found = _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, work.table, work.key_hash, work.key_doc,
-                         seed)
+    found = _find_judged(codes, id_lo, id_hi, doc_hash, jcodes, j_lo, j_hi, j_grade, work.table, work.key_hash,
+                         work.key_doc, work.grade, seed)
     if found == 0:
         return 0, 0, -1
-    g = _order_members(found, work.key_doc, j_grade, scores, codes, id_lo, id_hi, doc_key, work, out, m0)
+    g = _order_members(found, scores, codes, id_lo, id_hi, doc_key, work, out, m0)
     n_in = _place_scores(scores, work.distinct, g, work.bucket_start, work.gaps, work.in_group, work.in_slot)
     _rank_in_groups(n_in, g, codes, id_lo, id_hi, doc_key, work, out, m0)
     for p in range(found):
