@@ -10,6 +10,7 @@ JSON report are complete under pytest-xdist.
 """
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Generator
 from pathlib import Path
@@ -102,7 +103,7 @@ class TieCheckRecorder:
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, None, None]:
         from tieaware.check_observers import observe_checks  # pure Python: loads no numba
 
-        with observe_checks(lambda stability: record_limit_checks(item, stability)):
+        with observe_checks(functools.partial(record_limit_checks, item)):
             yield
 
 

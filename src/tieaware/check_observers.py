@@ -5,17 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Any, TypeVar
 
-if TYPE_CHECKING:
-    from .testing import TieStability
+#: what a check reports: `tieaware.testing.TieStability`, left generic here so that this module
+#: imports nothing of tieaware (testing.py imports it)
+Stability = TypeVar("Stability")
 
 #: Callables told of every check, with its `tieaware.testing.TieStability`.
-OBSERVERS: list[Callable[[TieStability], object]] = []
+OBSERVERS: list[Callable[[Any], object]] = []
 
 
 @contextmanager
-def observe_checks(observer: Callable[[TieStability], object]) -> Iterator[None]:
+def observe_checks(observer: Callable[[Stability], object]) -> Iterator[None]:
     """Call ``observer(stability)`` after every `check_tie_stability` / `assert_tie_stable` inside
     the ``with`` block (the pytest plugin records each test's checks this way).
 
@@ -32,7 +33,7 @@ def observe_checks(observer: Callable[[TieStability], object]) -> Iterator[None]
         OBSERVERS.remove(observer)
 
 
-def notify(stability: TieStability) -> None:
+def notify(stability: object) -> None:
     """Tell every observer of one finished check."""
     for observer in list(OBSERVERS):
         observer(stability)
