@@ -19,11 +19,11 @@ import sys
 
 import numpy as np
 from numba import types
-from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
 from .disk_cache import kernel
 from .groups import compare_ids, id_hash
+from .numba_compat import trailing_zeros
 
 #: error codes of `scan`: a line with the wrong number of columns, a score that is not a number,
 #: a NaN score, a grade that is not an integer (or beyond 18 digits)
