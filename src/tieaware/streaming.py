@@ -210,9 +210,10 @@ def _bucket_chunks(source: TrecFile, order: list) -> Iterator[dict]:
     path = source.path
     n_buckets = max(1, os.path.getsize(path) // BUCKET_BYTES + 1)
     with tempfile.TemporaryDirectory(prefix="tieaware-buckets-") as folder:
-        handles = [open(Path(folder, f"{b}.tsv"), "w", encoding="utf-8", newline="") for b in range(n_buckets)]
-        blocks = source.blocks()
-        try:
+        with contextlib.ExitStack() as stack:  # closes the buckets and stops the reader thread
+            handles = [stack.enter_context(open(Path(folder, f"{b}.tsv"), "w", encoding="utf-8", newline=""))
+                       for b in range(n_buckets)]
+            blocks = stack.enter_context(contextlib.closing(source.blocks()))
             seen = set()
             for block in blocks:
                 values = block.values.tolist()
@@ -224,10 +225,6 @@ def _bucket_chunks(source: TrecFile, order: list) -> Iterator[dict]:
                     handles[zlib.crc32(qid.encode()) % n_buckets].write(
                         "".join(f"{qid}\t{docid}\t{score!r}\t{line}\n" for docid, score, line in
                                 zip(block.doc_ids[lo:hi], values[lo:hi], block.lines[lo:hi].tolist())))
-        finally:
-            blocks.close()
-            for handle in handles:
-                handle.close()
         for b in range(n_buckets):
             chunk: dict = {}
             with open(Path(folder, f"{b}.tsv"), encoding="utf-8", newline="") as handle:
