@@ -368,6 +368,7 @@ def _evaluate_file(qrels, path, metrics: list, args, reader=None) -> tuple:
         if streamed.extra:
             _warn_no_qrels("eval", path, streamed.extra, streamed.run_queries)
         return report, streamed.run_tag
+    qrels = qrels if isinstance(qrels, dict) else qrels.to_dict()
     if args.stream and args.max_docs is not None:
         raise InputError("-M reads each run in memory: drop --stream (or cut the run file first).")
     if args.stream:
@@ -395,11 +396,9 @@ def _evaluate_file(qrels, path, metrics: list, args, reader=None) -> tuple:
 
 def _evaluate_runs(args, metrics: list, reader) -> tuple[dict, dict]:
     """({run name: report}, {run name: runid}) of the runs of ``args`` (``reader``: `_run_read_early`)."""
-    from .inputs import load_qrels
+    from .streaming import qrels_of
 
-    qrels = load_qrels(args.qrels)
-    if not isinstance(qrels, dict):
-        qrels = qrels.to_dict()
+    qrels = qrels_of(args.qrels)  # a TREC file as columns, read into dicts only for a run read in memory
     reports, runids = {}, {}
     named: Iterable[tuple[str, str]] = list(zip(_run_names(args.runs), args.runs))
     if sys.stderr.isatty():  # tqdm is imported only where its bar can show

@@ -41,8 +41,9 @@ from .metrics import parse_metric, parse_metrics
 from .outputs import atomic_output, check_utf8_ids
 from .raw_files import checked_path
 from .readers.columns import from_columns
+from .readers.judgments import QrelsColumns, judgment_chunk
 from .report import KERNEL_COLUMNS, PER_QUERY_COLUMNS, EvaluationReport, MetricResult
-from .trec_files import Ahead, Block, TrecFile
+from .trec_files import Ahead, Block, TrecFile, read_qrels_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -299,9 +300,7 @@ def _evaluate_chunks(qrels, reader: RunChunks, specs: list, make_comparable: boo
                      drop_extra: bool, ignore_identical_ids: bool) -> Streamed:
     source = reader.source
     path = source.path
-    qrels = load_qrels(qrels)
-    if is_ranx_qrels(qrels):
-        qrels = qrels.to_dict()
+    qrels = qrels_of(qrels)
     order: list = []
     evaluated: list = []
     pieces: dict = {spec.name: [] for spec in specs}
@@ -317,9 +316,10 @@ def _evaluate_chunks(qrels, reader: RunChunks, specs: list, make_comparable: boo
             return
         if isinstance(chunk, Columns):
             columns = chunk if all(keep) else chunk.only(keep)
-            judgments = {q: qrels[q] for q in columns.query_ids}
+            judgments = {q: qrels[q] for q in columns.query_ids} if as_dicts else qrels
             run = columns.as_dict() if as_dicts else from_columns(
-                judgments, columns.query_ids, columns.n_ret, columns.scores, columns.codes, columns.lo, columns.hi)
+                judgment_chunk(qrels, columns.query_ids), columns.query_ids, columns.n_ret, columns.scores,
+                columns.codes, columns.lo, columns.hi)
         else:
             run = {q: chunk[q] for q in chunk if q in qrels}
             judgments = {q: qrels[q] for q in run}
@@ -362,6 +362,17 @@ def _evaluate_chunks(qrels, reader: RunChunks, specs: list, make_comparable: boo
         table = np.concatenate(parts) if parts else np.empty((0, len(KERNEL_COLUMNS)))
         tables[name] = table if rows is None else table[rows]
     return Streamed(query_ids, tables, extra, len(order), source.tag)
+
+
+def qrels_of(qrels) -> QrelsColumns | dict:
+    """Qrels as the chunks read them: a TREC qrels file as `QrelsColumns` (`trec_files.read_qrels_columns`),
+    kept as they are, anything else as a dict (`load_qrels`)."""
+    if isinstance(qrels, QrelsColumns):
+        return qrels
+    if isinstance(qrels, (str, os.PathLike)) and file_format(checked_path(qrels, "qrels")) == "trec":
+        return read_qrels_columns(qrels)
+    qrels = load_qrels(qrels)
+    return qrels.to_dict() if is_ranx_qrels(qrels) else qrels
 
 
 def evaluate_file(qrels, path, metrics, *, relevance_level: int = 1, oblivious: str = "trec_eval",

@@ -30,7 +30,9 @@ import numpy as np
 from . import threads
 from .errors import InputError
 from .kernels import trec as kernel
+from .kernels.groups import SEED
 from .raw_files import DECOMPRESSION_ERRORS, STDIN, checked_path, open_binary
+from .readers.judgments import QrelsColumns
 
 #: bytes read per block (whole lines; a longer line makes a longer block)
 BLOCK_BYTES = 1 << 20
@@ -355,6 +357,57 @@ def put_segment(table: dict, block: Block, segment: int, values: list) -> None:
         if docid in seen:
             raise InputError(f"{block.where(record)}: document {docid!r} appears twice for query {qid!r}.")
         seen.add(docid)
+
+
+def read_qrels_columns(path) -> QrelsColumns | dict:
+    """A TREC qrels file as `QrelsColumns` (no Python object per line) when each query's lines are
+    together, as trec_eval's qrels are; else as `read_trec`'s dict. Same errors as `read_trec`, the first
+    in the file's order: a document judged twice for a query names its second line."""
+    source = TrecFile(path, "qrels")
+    kept: list[Block] = []
+    try:
+        with contextlib.closing(source.blocks()) as blocks:
+            kept.extend(blocks)
+    except InputError:
+        _qrels_of_blocks(source, kept)  # a document judged twice before the bad line is named first
+        raise
+    return _qrels_of_blocks(source, kept)
+
+
+def _qrels_of_blocks(source: TrecFile, kept: list[Block]) -> QrelsColumns | dict:
+    query_ids: list = []
+    starts: list = []  # each query's first record
+    seen: set = set()
+    records = 0
+    for block in kept:
+        for segment, qid in enumerate(block.query_ids):
+            if query_ids and qid == query_ids[-1]:
+                continue
+            if qid in seen:  # a query comes back: read as dicts, which merge its lines
+                out: dict = {}
+                for each in kept:
+                    values = each.values.tolist()
+                    for at in range(len(each.query_ids)):
+                        put_segment(out, each, at, values)
+                return out
+            seen.add(qid)
+            query_ids.append(qid)
+            starts.append(records + int(block.seg_start[segment]))
+        records += block.values.size
+    if not query_ids:
+        raise InputError(f"qrels file {str(source.path)!r} holds no qrels lines.")
+    offsets = np.array([*starts, records], np.int64)
+    shifts = np.cumsum([0] + [block.codes.size for block in kept[:-1]])
+    codes = np.concatenate([block.codes for block in kept])
+    lo = np.concatenate([block.lo + shift for block, shift in zip(kept, shifts)])
+    hi = np.concatenate([block.hi + shift for block, shift in zip(kept, shifts)])
+    repeat = kernel.first_repeat(codes, lo, hi, offsets, SEED)
+    if repeat >= 0:
+        lines = np.concatenate([block.lines for block in kept])
+        qid = query_ids[int(np.searchsorted(offsets, repeat, side="right")) - 1]
+        doc = codes[lo[repeat]:hi[repeat]].tobytes().decode("utf-32-le")
+        raise InputError(f"{source.path}:{lines[repeat]}: document {doc!r} appears twice for query {qid!r}.")
+    return QrelsColumns(query_ids, offsets, codes, lo, hi, np.concatenate([block.values for block in kept]))
 
 
 def read_trec(path, kind: str) -> tuple[dict, str | None]:

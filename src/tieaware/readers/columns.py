@@ -5,17 +5,16 @@ import numpy as np
 
 from ..kernels.groups import SEED, read_chunk
 from ..kernels.tiebreak import RANX_ARGSORT_NEGATED
-from .judgments import Judgments
+from .judgments import JudgmentChunk
 from .lists import ListsBuilder, RankedLists
 
 
-def from_columns(qrels: dict, query_ids: list, n_ret: np.ndarray, scores: np.ndarray, codes: np.ndarray,
-                 id_lo: np.ndarray, id_hi: np.ndarray) -> RankedLists:
+def from_columns(judgments: JudgmentChunk, query_ids: list, n_ret: np.ndarray, scores: np.ndarray,
+                 codes: np.ndarray, id_lo: np.ndarray, id_hi: np.ndarray) -> RankedLists:
     """`RankedLists` of a run given as columns: query ``query_ids[q]`` holds ``n_ret[q]`` documents in
     order, document i with score ``scores[i]`` and id ``codes[id_lo[i]:id_hi[i]]`` (code points;
-    ``codes`` read-only), ids distinct within a query; each query has judgments in ``qrels``. ranx's
-    tie order is that of ``Run.from_file``."""
-    judgments = Judgments(qrels, query_ids).chunk(0, len(query_ids))
+    ``codes`` read-only), ids distinct within a query; ``judgments``: those of the same queries
+    (`judgments.judgment_chunk`). ranx's tie order is that of ``Run.from_file``."""
     offsets = np.zeros(len(query_ids) + 1, np.int64)
     np.cumsum(n_ret, out=offsets[1:])
     groups = ListsBuilder(n_ret, judgments.offsets)

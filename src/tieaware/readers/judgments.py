@@ -1,6 +1,9 @@
-"""The judgments of the evaluated queries, from a ranx Qrels or a qrels dict, as the group kernels read them."""
+"""The judgments of the evaluated queries, from a ranx Qrels, a qrels dict or columns read from a
+TREC qrels file, as the group kernels read them."""
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -81,3 +84,68 @@ class Judgments:
             codes, lo, hi = string_id_codes("qrels", ids, per_query, b - a)
             unsorted = float_values("Relevance", ids, per_query, b - a, finite=True)
         return JudgmentChunk(local, codes, *best_first(local, lo, hi, unsorted))
+
+
+class QrelsColumns(Mapping):
+    """Qrels held as columns, as a TREC qrels file's reader gives them: query ``query_ids[k]`` holds the
+    judgments ``offsets[k]:offsets[k + 1]``, judgment i of document ``codes[lo[i]:hi[i]]`` (Unicode code
+    points, read-only) with grade ``grades[i]``, each query's judgments best first (`best_first`), its
+    documents distinct. `for_queries` gathers the judgments of a run's queries for the group kernels
+    without a Python object per judgment; as a read-only mapping ``{qid: {docid: grade}}`` (ids in
+    the file's order of first appearance, each query's documents best first) it also serves the readers
+    of dicts."""
+
+    def __init__(self, query_ids: list, offsets: np.ndarray, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                 grades: np.ndarray):
+        self.query_ids = query_ids
+        self._row = {qid: k for k, qid in enumerate(query_ids)}
+        self.offsets = offsets
+        self.codes = codes
+        self.codes.setflags(write=False)  # as the dict reader's: read_chunk compiles for one layout
+        order = argsort_segments(-grades.astype(np.float64), offsets)  # `best_first`, the int grades kept
+        self.lo, self.hi, self._int_grades = lo[order], hi[order], grades[order]
+        self.grades = self._int_grades.astype(np.float64)
+
+    def for_queries(self, query_ids: list) -> JudgmentChunk:
+        """The judgments of `query_ids` (each a query of these qrels), in that order."""
+        rows = np.fromiter((self._row[q] for q in query_ids), np.int64, len(query_ids))
+        counts = self.offsets[rows + 1] - self.offsets[rows]
+        local = np.zeros(len(query_ids) + 1, np.int64)
+        np.cumsum(counts, out=local[1:])
+        picked = np.repeat(self.offsets[rows] - local[:-1], counts) + np.arange(int(local[-1]))
+        return JudgmentChunk(local, self.codes, self.lo[picked], self.hi[picked], self.grades[picked])
+
+    def __getitem__(self, qid) -> dict:
+        k = self._row[qid]
+        a, b = int(self.offsets[k]), int(self.offsets[k + 1])
+        return {self._text[lo:hi]: grade for lo, hi, grade in
+                zip(self.lo[a:b].tolist(), self.hi[a:b].tolist(), self._int_grades[a:b].tolist())}
+
+    def to_dict(self) -> dict:
+        """``{qid: {docid: grade}}``, new dicts (made once, then copied)."""
+        return {qid: dict(docs) for qid, docs in self._dict.items()}
+
+    @cached_property
+    def _dict(self) -> dict:
+        return {qid: self[qid] for qid in self.query_ids}
+
+    @cached_property
+    def _text(self) -> str:
+        return self.codes.tobytes().decode("utf-32-le")
+
+    def __contains__(self, qid) -> bool:
+        return qid in self._row
+
+    def __iter__(self) -> Iterator:
+        return iter(self.query_ids)
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+
+def judgment_chunk(qrels, query_ids: list) -> JudgmentChunk:
+    """The judgments of `query_ids` (each a query of `qrels`: `QrelsColumns`, a ranx Qrels or a qrels
+    dict), in that order, as the group kernels read them."""
+    if isinstance(qrels, QrelsColumns):
+        return qrels.for_queries(query_ids)
+    return Judgments(qrels, query_ids).chunk(0, len(query_ids))
