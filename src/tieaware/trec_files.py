@@ -37,6 +37,9 @@ from .readers.judgments import QrelsColumns
 #: bytes read per block (whole lines; a longer line makes a longer block)
 BLOCK_BYTES = 1 << 20
 _COLUMNS = {"run": ("qid Q0 docid rank score tag", 6), "qrels": ("qid iter docid rel", 4)}
+#: the fewest bytes a record's line takes (its tokens of a byte each, a space or newline after each):
+#: a block holds at most its length over this many records, so no pass counts its lines first
+_MIN_RECORD_BYTES = {kind: 2 * n_cols for kind, (_, n_cols) in _COLUMNS.items()}
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -68,7 +71,7 @@ class Block:
 
 
 class _Scratch:
-    """`kernels.trec.scan`'s outputs for blocks of up to ``bytes`` bytes and ``lines`` lines, reused from block
+    """`kernels.trec.scan`'s outputs for blocks of up to ``bytes`` bytes and ``lines`` records, reused from block
     to block (what a block keeps is copied out): no allocation per block, and no freed block-sized
     buffers for the allocator to keep."""
 
@@ -138,9 +141,9 @@ class TrecFile:
                     if chunk.startswith(_BOM):
                         chunk = chunk[len(_BOM):]
                 chunk, pending = self._valid_utf8(chunk, lines_before)
-                max_lines = chunk.count(b"\n")
-                if len(chunk) > room.bytes or max_lines > room.lines:
-                    room = _Scratch(max(len(chunk), room.bytes), max(max_lines, room.lines), run)
+                max_records = len(chunk) // _MIN_RECORD_BYTES[self.kind] + 1
+                if len(chunk) > room.bytes or max_records > room.lines:
+                    room = _Scratch(max(len(chunk), room.bytes), max(max_records, room.lines), run)
                 buf = room.buf[:len(chunk) + kernel.PAD]
                 buf[:len(chunk)] = np.frombuffer(chunk, np.uint8)
                 buf[len(chunk):] = 10  # the padding the scan may read
