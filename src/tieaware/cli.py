@@ -374,7 +374,7 @@ def _evaluate_file(qrels, path, metrics: list, args, reader=None) -> tuple:
         raise InputError(f"--stream reads TREC run files; this is a {FORMAT_NAMES[form]} run, read in memory: "
                          "drop --stream.")
     if trec:
-        from .trec_files import read_trec
+        from .readers.trec_files import read_trec
 
         run, tag = read_trec(path, "run")
     else:

@@ -18,7 +18,7 @@ tab-separated fields; a TREC run line has six columns). An open file or
 Files may be gzip, bzip2 or xz compressed (recognised by their first bytes,
 whatever their name) and may start with a UTF-8 byte-order mark; they are read
 once, so a FIFO, process substitution or ``-`` (standard input) works as a path.
-TREC files are read by `tieaware.trec_files` and follow trec_eval: columns are
+TREC files are read by `tieaware.readers.trec_files` and follow trec_eval: columns are
 split on ASCII whitespace, blank lines and ``#`` comment lines are skipped,
 fields after the sixth of a run line are ignored, and grades are integers (a fractional or
 exponent-written grade, which trec_eval's ``atol`` would silently truncate, is

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .errors import InputError
-from .raw_files import STDIN
+from .readers.raw_files import STDIN
 
 
 @contextlib.contextmanager
