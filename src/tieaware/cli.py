@@ -539,7 +539,8 @@ def cmd_plot(args) -> int:
 # -------------------------------------------------------------------- score
 def cmd_score(args) -> int:
     from . import hps  # torch and transformers: only here
-    from .inputs import read_texts, write_trec_run
+    from .inputs import read_texts
+    from .outputs import write_trec_run
     from .tie_census import census
 
     scorer_class = {"bi-encoder": hps.BiEncoder, "cross-encoder": hps.CrossEncoder, "yes-no": hps.YesNoReranker,

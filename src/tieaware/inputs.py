@@ -37,8 +37,8 @@ bools being 0 and 1 as Python and numpy read them; None and NaN are errors.
 ranx is imported only when a ranx object is passed (it is recognised through
 ``sys.modules``, so reading a dict never imports ranx).
 
-Also the text files HPS scores (`read_texts`: BEIR JSONL, MS MARCO TSV, JSON) and the
-one writer, `write_trec_run` (trec_eval's order, scores that round-trip exactly).
+Also the text files HPS scores (`read_texts`: BEIR JSONL, MS MARCO TSV, JSON), and the one TREC
+writer, `write_trec_run` (from `tieaware.outputs`).
 
 Nothing here modifies the caller's objects. Errors name the file and line, query or
 document at fault.
@@ -48,6 +48,7 @@ This module is the public face of reading: the readers, one module per input kin
 """
 from __future__ import annotations
 
+from .outputs import write_trec_run
 from .readers.files import read_tsv_run
 from .readers.ids import id_string, put_value, string_keys
 from .readers.kinds import is_dataframe, is_ranx_qrels, is_ranx_run
@@ -105,18 +106,6 @@ def read_trec_qrels(path) -> dict:
         {'q1': {'d1': 1, 'd2': 0}}
     """
     return read_trec_file(path, "qrels")
-
-
-def write_trec_run(run: dict, name: str, handle) -> int:
-    """Write ``{qid: {docid: score}}`` as a TREC run in trec_eval's order (score desc, doc id desc) with
-    scores as ``repr(float)``, which round-trips every float exactly; returns the number of lines."""
-    lines = 0
-    for qid, docs in run.items():
-        ranked = sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
-        for rank, (docid, score) in enumerate(ranked, 1):
-            handle.write(f"{qid} Q0 {docid} {rank} {float(score)!r} {name}\n")
-        lines += len(ranked)
-    return lines
 
 
 def without_identical_ids(run):
