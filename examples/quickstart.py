@@ -9,6 +9,7 @@ from pathlib import Path
 
 import tieaware
 from tieaware.datasets import cranfield
+from tieaware.display import text_table
 
 METRICS = ["ndcg@10", "mrr@10", "map@100", "recall@100", "precision@10"]
 
@@ -21,7 +22,7 @@ def main(argv):
         print(f"\n== {Path(run).name.removesuffix('.gz')}: {report[METRICS[0]].n_queries} queries, "
               f"{report[METRICS[0]].n_queries_with_ties} whose nDCG@10 depends on tie order")
         print(report.table())
-        print(tieaware.census(run, ks=(10, 100)).round(3).to_string())
+        print(text_table(tieaware.census(run, ks=(10, 100)), 3))
 
 
 if __name__ == "__main__":

@@ -169,9 +169,6 @@ def test_the_graph_sees_every_kind_of_import_that_runs(source, expected):
     assert find_cycle({"p.a": [("p.b", 1, False)], "p.b": [("p.a", 3, True)]}) == ["p.a", "p.b", "p.a"]
 
 
-#: private names still imported from another module, each with its reason; none may be added.
-#: trec_files is being rewritten for issue 28: its score parser gets a public name when it moves into readers/.
-KNOWN_PRIVATE_IMPORTS = {("tieaware.readers.files", "tieaware.trec_files", "_score")}
 
 
 def private_imports() -> set[tuple[str, str, str]]:
@@ -197,4 +194,4 @@ def private_imports() -> set[tuple[str, str, str]]:
 
 def test_no_module_imports_private_names_of_another():
     """Each module has a public face: what another module needs from it has a public name."""
-    assert private_imports() - KNOWN_PRIVATE_IMPORTS == set()
+    assert private_imports() == set()

@@ -11,9 +11,11 @@ import pytest
 import pytrec_eval
 
 import tieaware
+from tieaware import inputs
 from tieaware.cli import _run_names, main
 from tieaware.datasets import cranfield
-from tieaware.inputs import open_text, read_texts, write_trec_run
+from tieaware.inputs import open_text, read_texts
+from tieaware.outputs import write_trec_run
 
 CRANFIELD = cranfield()
 QRELS = CRANFIELD.qrels
@@ -245,6 +247,7 @@ def test_read_texts_and_write_trec_run(tmp_path):
         assert write_trec_run({"q": {"a": 0.1 + 0.2, "b": 0.30000000000000004, "c": 0.5}}, "tag", handle) == 3
     assert out.read_text().splitlines() == ["q Q0 c 1 0.5 tag", "q Q0 b 2 0.30000000000000004 tag",
                                             "q Q0 a 3 0.30000000000000004 tag"]  # tie: doc id desc
+    assert inputs.write_trec_run is write_trec_run  # its public name before it moved to tieaware.outputs
 
 
 def test_score_writes_full_precision_run(tmp_path, capsys):

@@ -25,6 +25,17 @@ def test_every_table_hides_negative_zero():
     assert "-0.0000" not in report.table()
 
 
+def test_text_table_puts_the_index_first_and_right_aligns_numbers_only():
+    frame = pd.DataFrame({"run": ["a", "bb"], "n": [3, 12], "e": [0.5, float("nan")]},
+                         index=pd.Index(["ndcg@10", "P@5"], name="metric"))
+    assert text_table(frame, 2).split("\n") == ["metric   run   n     e",
+                                                "ndcg@10  a     3  0.50",
+                                                "P@5      bb   12   NaN"]
+    assert text_table(frame, 2, index=False).split("\n") == ["run   n     e", "a     3  0.50", "bb   12   NaN"]
+    both = text_table(frame.set_index("run", append=True), 1).split("\n")  # one column per index level
+    assert both == ["metric   run   n    e", "ndcg@10  a     3  0.5", "P@5      bb   12  NaN"]
+
+
 def test_progress_draws_only_when_asked():
     out = io.StringIO()
     with progress(total=3, unit="pair", show=False, desc="x") as bar:

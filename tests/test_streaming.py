@@ -76,7 +76,7 @@ def test_a_document_twice_in_an_unsorted_file_names_its_line(tmp_path, text, lin
 
 @pytest.mark.parametrize("block_bytes", [16, 1 << 21])
 def test_run_tag_of_an_unsorted_file_is_its_last_lines(tmp_path, monkeypatch, block_bytes):
-    import tieaware.trec_files as trec_files
+    import tieaware.readers.trec_files as trec_files
     from tieaware.streaming import evaluate_file
 
     monkeypatch.setattr(trec_files, "BLOCK_BYTES", block_bytes)  # the query comes back in a later block

@@ -14,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tieaware import evaluate, read_trec_qrels, read_trec_run, streaming, trec_files
+from tieaware import evaluate, read_trec_qrels, read_trec_run, streaming
 from tieaware.cli import main
 from tieaware.errors import InputError
+from tieaware.readers import trec_files
 
 DATA = Path(__file__).parent / "data" / "trec_eval"
 METRICS = ("map", "ndcg_cut.10", "recip_rank")
@@ -334,7 +335,7 @@ def test_unsorted_run_from_a_pipe_is_an_error_naming_the_remedy(plain, tmp_path,
 def test_the_scan_is_not_on_the_dict_path():
     """Evaluating dicts neither imports nor compiles the TREC scan."""
     code = ("import sys, tieaware; tieaware.evaluate({'q': {'a': 1}}, {'q': {'a': 1.0}}, 'ndcg@10'); "
-            "print('tieaware.kernels.trec' in sys.modules, 'tieaware.trec_files' in sys.modules)")
+            "print('tieaware.kernels.trec' in sys.modules, 'tieaware.readers.trec_files' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["False", "False"]

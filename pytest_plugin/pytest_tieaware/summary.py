@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from typing import Any
 
-from tieaware.display import plain_table
+from tieaware.display import fixed, plain_table
 
 SCHEMA = "tieaware-pytest"
 SCHEMA_VERSION = 3  # 3: rows carry "improvements", baseline limits a tolerance per statistic; 2: "tie_std"
@@ -24,8 +24,9 @@ def strict_json(value: object, **options: Any) -> str:
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Fixed-width table: floats with 4 decimals and right-aligned, everything else left-aligned."""
-    cells = [[f"{value:.4f}" if isinstance(value, float) else str(value) for value in row] for row in rows]
+    """Fixed-width table: floats with 4 decimals (`fixed`: no ``-0.0000``) and right-aligned, everything
+    else left-aligned."""
+    cells = [[fixed(value) if isinstance(value, float) else str(value) for value in row] for row in rows]
     right = [any(isinstance(row[i], float) for row in rows) for i in range(len(headers))]
     return plain_table(headers, cells, right=right)
 

@@ -375,7 +375,7 @@ def _evaluate_file(qrels, path, metrics: list, args, reader=None) -> tuple:
         raise InputError(f"--stream reads TREC run files; this is a {FORMAT_NAMES[form]} run, read in memory: "
                          "drop --stream.")
     if trec:
-        from .trec_files import read_trec
+        from .readers.trec_files import read_trec
 
         run, tag = read_trec(path, "run")
     else:
@@ -538,7 +538,8 @@ def cmd_plot(args) -> int:
 # -------------------------------------------------------------------- score
 def cmd_score(args) -> int:
     from . import hps  # torch and transformers: only here
-    from .inputs import read_texts, write_trec_run
+    from .inputs import read_texts
+    from .outputs import write_trec_run
     from .tie_census import census
 
     scorer_class = {"bi-encoder": hps.BiEncoder, "cross-encoder": hps.CrossEncoder, "yes-no": hps.YesNoReranker,

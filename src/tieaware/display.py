@@ -1,13 +1,14 @@
 """What tieaware shows people: fixed-point numbers, text tables and progress bars, one helper each.
 
 Every table the library prints (reports, the CLI, the pytest plugin, the precision sweep) goes
-through `fixed` and `text_table` (a DataFrame) or `plain_table` (rows of text, tabulate's layout),
-so tiny negative noise never shows as ``-0.0000`` (`ComparisonReport.to_table` keeps ranx's layout
+through `fixed` and `plain_table` (tabulate's "plain" layout), a DataFrame through `text_table`, so
+tiny negative noise never shows as ``-0.0000`` (`ComparisonReport.to_table` keeps ranx's layout
 and rounding); every progress bar is `progress`, drawn on
 stderr only when asked and only on a terminal unless forced.
 """
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,8 +27,27 @@ def fixed(value: float, digits: int = DIGITS, width: int = 0) -> str:
 
 
 def text_table(frame: pd.DataFrame, digits: int = DIGITS, *, index: bool = True) -> str:
-    """A pandas DataFrame as aligned text, floats through `fixed`."""
-    return frame.to_string(index=index, float_format=lambda x: fixed(x, digits))
+    """A DataFrame as `plain_table` text: the index levels first (headed by their names) unless
+    ``index=False``, then the columns; floats through `fixed` (NaN as ``NaN``), numbers right-aligned,
+    text left-aligned."""
+    levels = range(frame.index.nlevels) if index else range(0)
+    headers = [str(name or "") for name in frame.index.names[:len(levels)]] + [str(column) for column in frame.columns]
+    columns = [frame.index.get_level_values(level).tolist() for level in levels]
+    columns += [frame.iloc[:, position].tolist() for position in range(frame.shape[1])]
+    cells = [[_cell(value, digits) for value in column] for column in columns]
+    right = [any(_is_number(value) for value in column) and all(_is_number(value) or value is None for value in column)
+             for column in columns]
+    return plain_table(headers, list(zip(*cells)), right=right)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _cell(value: object, digits: int) -> str:
+    if isinstance(value, float):
+        return "NaN" if math.isnan(value) else fixed(value, digits)
+    return str(value)
 
 
 def plain_table(headers: Sequence[str], rows: Iterable[Sequence[str]], *,

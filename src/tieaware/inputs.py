@@ -18,7 +18,7 @@ tab-separated fields; a TREC run line has six columns). An open file or
 Files may be gzip, bzip2 or xz compressed (recognised by their first bytes,
 whatever their name) and may start with a UTF-8 byte-order mark; they are read
 once, so a FIFO, process substitution or ``-`` (standard input) works as a path.
-TREC files are read by `tieaware.trec_files` and follow trec_eval: columns are
+TREC files are read by `tieaware.readers.trec_files` and follow trec_eval: columns are
 split on ASCII whitespace, blank lines and ``#`` comment lines are skipped,
 fields after the sixth of a run line are ignored, and grades are integers (a fractional or
 exponent-written grade, which trec_eval's ``atol`` would silently truncate, is
@@ -37,8 +37,8 @@ bools being 0 and 1 as Python and numpy read them; None and NaN are errors.
 ranx is imported only when a ranx object is passed (it is recognised through
 ``sys.modules``, so reading a dict never imports ranx).
 
-Also the text files HPS scores (`read_texts`: BEIR JSONL, MS MARCO TSV, JSON) and the
-one writer, `write_trec_run` (trec_eval's order, scores that round-trip exactly).
+Also the text files HPS scores (`read_texts`: BEIR JSONL, MS MARCO TSV, JSON), and the one TREC
+writer, `write_trec_run` (from `tieaware.outputs`).
 
 Nothing here modifies the caller's objects. Errors name the file and line, query or
 document at fault.
@@ -48,6 +48,7 @@ This module is the public face of reading: the readers, one module per input kin
 """
 from __future__ import annotations
 
+from .outputs import write_trec_run
 from .readers.files import read_tsv_run
 from .readers.ids import id_string, put_value, string_keys
 from .readers.kinds import is_dataframe, is_ranx_qrels, is_ranx_run
@@ -105,18 +106,6 @@ def read_trec_qrels(path) -> dict:
         {'q1': {'d1': 1, 'd2': 0}}
     """
     return read_trec_file(path, "qrels")
-
-
-def write_trec_run(run: dict, name: str, handle) -> int:
-    """Write ``{qid: {docid: score}}`` as a TREC run in trec_eval's order (score desc, doc id desc) with
-    scores as ``repr(float)``, which round-trips every float exactly; returns the number of lines."""
-    lines = 0
-    for qid, docs in run.items():
-        ranked = sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
-        for rank, (docid, score) in enumerate(ranked, 1):
-            handle.write(f"{qid} Q0 {docid} {rank} {float(score)!r} {name}\n")
-        lines += len(ranked)
-    return lines
 
 
 def without_identical_ids(run):

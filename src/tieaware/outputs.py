@@ -1,6 +1,7 @@
 """Output files that never lie: each is written under a temporary name in its own folder and renamed
 over the target only once complete, so a failure part-way leaves no file (and no older file
-half-replaced); an output that is one of the inputs is refused before anything is read.
+half-replaced); an output that is one of the inputs is refused before anything is read. TREC runs are
+written by `write_trec_run`, in trec_eval's order, with scores that read back exactly.
 
 Ids are written exactly or not at all: a query id UTF-8 cannot encode (a lone surrogate such as
 ``"\\udcff"``, which Python strings and JSON escapes can hold but no UTF-8 file can) is refused
@@ -12,11 +13,12 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import TextIO
 
 from .errors import InputError
-from .raw_files import STDIN
+from .readers.raw_files import STDIN
 
 
 @contextlib.contextmanager
@@ -90,3 +92,16 @@ def check_outputs(outputs: Iterable[str | os.PathLike[str] | None], inputs: Iter
             if _same_file(Path(output), source):
                 raise InputError(f"output {str(output)!r} is the input {str(source)!r}: it would be overwritten; "
                                  "write to another path.")
+
+
+def write_trec_run(run: Mapping[str, Mapping[str, float]], name: str, handle: TextIO) -> int:
+    """Write ``{qid: {docid: score}}`` to ``handle`` as a TREC run tagged ``name``, in trec_eval's order
+    (score desc, doc id desc), scores as ``repr(float)``, which round-trips every float exactly; returns
+    the number of lines."""
+    lines = 0
+    for qid, docs in run.items():
+        ranked = sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
+        for rank, (docid, score) in enumerate(ranked, 1):
+            handle.write(f"{qid} Q0 {docid} {rank} {float(score)!r} {name}\n")
+        lines += len(ranked)
+    return lines

@@ -1,6 +1,6 @@
 """Evaluation of TREC runs larger than memory: whole queries at a time, and merging shards.
 
-`evaluate_stream` reads a run file once (`trec_files.TrecFile`: a path, a FIFO or
+`evaluate_stream` reads a run file once (`readers.trec_files.TrecFile`: a path, a FIFO or
 standard input) in chunks of whole queries and evaluates each chunk on its own:
 every metric of a query depends on that query's documents only, so the per-query
 values, and the means over them in the run's order, equal the in-memory path
@@ -39,11 +39,11 @@ from .kernels import trec as trec_kernels
 from .kernels.groups import SEED
 from .metrics import parse_metric, parse_metrics
 from .outputs import atomic_output, check_utf8_ids
-from .raw_files import checked_path
 from .readers.columns import from_columns
 from .readers.judgments import QrelsColumns, judgment_chunk
+from .readers.raw_files import checked_path
+from .readers.trec_files import Ahead, Block, TrecFile, read_qrels_columns
 from .report import KERNEL_COLUMNS, PER_QUERY_COLUMNS, EvaluationReport, MetricResult
-from .trec_files import Ahead, Block, TrecFile, read_qrels_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 CHUNK_QUERIES = 1_000
 #: Documents per chunk (whole queries, so more when one query has more) unless a number of queries is given.
 CHUNK_DOCS = 1 << 16
-#: Blocks (`trec_files.BLOCK_BYTES` of run file each) read ahead of the evaluation
+#: Blocks (`readers.trec_files.BLOCK_BYTES` of run file each) read ahead of the evaluation
 AHEAD_BLOCKS = 4
 #: Bytes of run file per bucket when a file not grouped by query is partitioned.
 BUCKET_BYTES = 256 * 2 ** 20

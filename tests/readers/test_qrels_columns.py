@@ -10,7 +10,7 @@ from tieaware import streaming
 from tieaware.cli import main
 from tieaware.errors import InputError
 from tieaware.readers.judgments import Judgments, QrelsColumns, judgment_chunk
-from tieaware.trec_files import read_qrels_columns, read_trec
+from tieaware.readers.trec_files import read_qrels_columns, read_trec
 
 DATA = Path(__file__).parents[1] / "data"
 QRELS_FILES = [DATA / "trec_eval" / "qrels.test.gz", DATA / "trec_eval" / "qrels-302.test",

@@ -4,7 +4,7 @@ import string
 
 import pytest
 
-from tieaware.trec_files import read_trec
+from tieaware.readers.trec_files import read_trec
 
 ONE_BYTE = string.ascii_letters + string.digits
 

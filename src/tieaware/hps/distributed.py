@@ -152,7 +152,7 @@ def rerank_on_ray(scorer: str | type[Scorer], model: ModelLike, queries: Mapping
     run = build_run(scored, run_tag, k, {"hps": hps, "ray_actors": concurrency})
     report_ties(run, k, corpus, tie_cause(dtype or torch.float32, mode))
     if trec_out is not None:
-        from ..inputs import write_trec_run
+        from ..outputs import write_trec_run
 
         with open(trec_out, "w", encoding="utf-8") as handle:
             write_trec_run(run.to_dict(), run_tag, handle)

@@ -79,10 +79,11 @@ class SweepResult:
 
     def __str__(self) -> str:
         census = self.census[["unique_scores", "mean_tie_group_size"]].unstack("k")
+        census.columns = [f"{stat}@{k}" for stat, k in census.columns]
         timing = ", ".join(f"{dtype} {s:.1f} s" for dtype, s in self.seconds.items())
         parts = [
             text_table(self.metrics),
-            census.to_string(float_format="{:.2f}".format),
+            text_table(census, 2),
             text_table(self.summary()),
         ]
         if self.schemes:

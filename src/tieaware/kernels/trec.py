@@ -1,4 +1,4 @@
-"""The compiled half of the TREC reader (`tieaware.trec_files`): one pass over a block of whole lines.
+"""The compiled half of the TREC reader (`tieaware.readers.trec_files`): one pass over a block of whole lines.
 
 Tokens are split on ASCII whitespace (C's ``isspace``: space, tab, newline, vertical tab, form feed,
 carriage return), as trec_eval splits them; a U+00A0 inside an id stays part of the id. Blank lines and

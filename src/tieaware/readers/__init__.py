@@ -18,6 +18,9 @@ Grouping (a loaded qrels/run pair as the judged tie groups the metric kernels re
 * `columns`: a run as columns, as a TREC file's reader gives them.
 * `ranx`: a ranx Run; `typed_dicts`: jitted passes over the numba typed dicts inside ranx objects.
 
-TREC files are read by `tieaware.trec_files`; `tieaware.inputs` is the public face of loading.
+* `trec_files`: TREC run and qrels files, by one compiled pass in blocks of whole lines; `raw_files`:
+  files read once as bytes, plain or compressed, from a path, a pipe or ``-``.
+
+`tieaware.inputs` is the public face of loading.
 Importing this package imports none of its modules.
 """

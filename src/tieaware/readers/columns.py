@@ -1,4 +1,4 @@
-"""A run given as columns, as a TREC file's reader gives them (`tieaware.trec_files`), as `RankedLists`."""
+"""A run given as columns, as a TREC file's reader gives them (`readers.trec_files`), as `RankedLists`."""
 from __future__ import annotations
 
 import numpy as np

@@ -2,7 +2,7 @@
 predictions, ``qid<TAB>docid<TAB>score`` runs, and open file objects (`spilled`).
 
 Files may be plain or compressed (`readers.text`); errors name the file and line. TREC files are
-read by `tieaware.trec_files`; which reader reads a path is `readers.load.file_format`'s choice.
+read by `readers.trec_files`; which reader reads a path is `readers.load.file_format`'s choice.
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import InputError
-from ..raw_files import checked_path
 from .ids import id_string, put_value
 from .mappings import checked_mapping, checked_numbers
 from .mteb import refuse_predictions
+from .raw_files import checked_path
 from .text import iter_lines, read_text
 
 
@@ -82,7 +82,7 @@ def read_tsv_run(path, third_column: str = "score") -> dict:
         InputError: a line that is not three fields, a bad number (naming file:line), a document
             twice for a query, or "auto" on ranks.
     """
-    from ..trec_files import _score as score_text  # C's atof rules, as for TREC runs
+    from .trec_files import parse_score  # C's atof rules, as for TREC runs
 
     if third_column not in ("score", "rank", "auto"):
         raise InputError(f"third_column must be 'score', 'rank' or 'auto', got {third_column!r}.")
@@ -98,7 +98,7 @@ def read_tsv_run(path, third_column: str = "score") -> dict:
             raise InputError(f"{where}: a tab-separated run line is qid<TAB>docid<TAB>score, this one is "
                              f"{line.strip()!r}.")
         qid, docid, text = (field.strip(ASCII_SPACE) for field in fields)  # ids hold no whitespace, as in TREC
-        value = score_text(text, where)
+        value = parse_score(text, where)
         if ranks_so_far:
             ranks_so_far = value == len(out.get(qid, ())) + 1
         put_value(out, qid, docid, -value if third_column == "rank" else value, where)

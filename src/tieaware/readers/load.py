@@ -1,7 +1,7 @@
 """Which reader reads an input: `load_qrels` / `load_run` by container, `file_format` by a path's suffix.
 
 A ranx object is kept as it is; everything else becomes ``{qid: {docid: value}}`` with string ids:
-a mapping (`readers.mappings`), a path (`file_format`: TREC by `tieaware.trec_files`, the others by
+a mapping (`readers.mappings`), a path (`file_format`: TREC by `readers.trec_files`, the others by
 `readers.files` and `readers.dataframes`), a DataFrame (`readers.dataframes`), an open file
 (`readers.files.spilled`), records (`readers.records`).
 """
@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
 from ..errors import InputError
-from ..raw_files import STDIN, checked_path
 from .dataframes import from_dataframe, from_parquet
 from .files import first_line_fields, from_json, from_jsonl_predictions, from_lz4, read_tsv_run, spilled
 from .kinds import is_dataframe, is_file_object, is_ranx_qrels, is_ranx_run, is_records
 from .mappings import checked_mapping
 from .mteb import refuse_predictions
+from .raw_files import STDIN, checked_path
 from .records import RECORD_VALUE, from_records
 from .text import format_suffix
 
@@ -100,7 +100,7 @@ def from_file(path: Path, kind: str) -> dict:
 
 
 def read_trec_file(path, kind: str) -> dict:
-    """``{qid: {docid: value}}`` of a TREC run or qrels file (`tieaware.trec_files`)."""
-    from ..trec_files import read_trec  # numpy and the compiled scan, imported when a TREC file is read
+    """``{qid: {docid: value}}`` of a TREC run or qrels file (`readers.trec_files`)."""
+    from .trec_files import read_trec  # numpy and the compiled scan, imported when a TREC file is read
 
     return read_trec(path, kind)[0]

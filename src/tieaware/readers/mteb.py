@@ -10,8 +10,8 @@ import os
 from collections.abc import Mapping
 
 from ..errors import InputError
-from ..raw_files import checked_path
 from .mappings import checked_mapping, checked_numbers
+from .raw_files import checked_path
 from .text import read_text
 
 #: The key that marks an MTEB predictions file (see `load_mteb_predictions`).

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
-from ..raw_files import DECOMPRESSION_ERRORS, checked_path, open_binary
+from .raw_files import DECOMPRESSION_ERRORS, checked_path, open_binary
 
 
 def _decode(raw: bytes, path: Path, line_no: int, kind: str) -> str:

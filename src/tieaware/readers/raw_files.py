@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import InputError, MissingFileError
+from ..errors import InputError, MissingFileError
 
 MAGIC = ((b"\x1f\x8b", gzip.open, "gzip"), (b"BZh", bz2.open, "bzip2"), (b"\xfd7zXZ\x00", lzma.open, "xz"))
 DECOMPRESSION_ERRORS = (OSError, EOFError, lzma.LZMAError, ValueError)

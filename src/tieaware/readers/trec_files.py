@@ -27,12 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import threads
-from .errors import InputError
-from .kernels import trec as kernel
-from .kernels.groups import SEED
+from .. import threads
+from ..errors import InputError
+from ..kernels import trec as kernel
+from ..kernels.groups import SEED
+from .judgments import QrelsColumns
 from .raw_files import DECOMPRESSION_ERRORS, STDIN, checked_path, open_binary
-from .readers.judgments import QrelsColumns
 
 #: bytes read per block (whole lines; a longer line makes a longer block)
 BLOCK_BYTES = 1 << 20
@@ -154,7 +154,7 @@ class TrecFile:
                 if n_rec:
                     values = room.values[:n_rec].copy()
                     for record, lo, hi in room.slow[:n_slow].tolist():
-                        values[record] = _score(chunk[lo:hi].decode("ascii"), f"{self.path}:"
+                        values[record] = parse_score(chunk[lo:hi].decode("ascii"), f"{self.path}:"
                                                 f"{lines_before + room.rec_line[record] + 1}")
                     if run:
                         self.tag = chunk[tag_lo:tag_hi].decode("utf-8")
@@ -201,7 +201,7 @@ class TrecFile:
             if code == kernel.GRADE:
                 _grade(tokens[3], where)
                 return InputError(f"{where}: relevance {tokens[3]!r} is out of range (more than 18 digits).")
-            _score(tokens[4], where)
+            parse_score(tokens[4], where)
         except InputError as exc:
             return exc
         return InputError(f"{where}: score {tokens[4]!r} is not a number.")
@@ -286,7 +286,9 @@ def _has_foreign_characters(text: str) -> bool:
     return "_" in text or not text.isascii()
 
 
-def _score(text: str, where: str) -> float:
+def parse_score(text: str, where: str) -> float:
+    """A run score as C's ``atof`` reads it the same way (no ``_`` separators, ASCII digits only), not
+    NaN; ``where`` (file:line) names it in the `InputError`."""
     try:
         value = float(text)
     except ValueError:
