@@ -35,14 +35,12 @@ from .arguments import is_count
 from .engine import per_query_tables
 from .errors import InputError, QueryMismatchError
 from .inputs import FORMAT_NAMES, file_format, is_ranx_qrels, load_qrels, put_value
-from .kernels import trec as trec_kernels
-from .kernels.groups import SEED
 from .metrics import parse_metric, parse_metrics
 from .outputs import atomic_output, check_utf8_ids
 from .readers.columns import from_columns
 from .readers.judgments import QrelsColumns, judgment_chunk
 from .readers.raw_files import checked_path
-from .readers.trec_files import Ahead, Block, TrecFile, read_qrels_columns
+from .readers.trec_files import Ahead, Block, TrecFile, read_qrels_columns, repeat_error
 from .report import KERNEL_COLUMNS, PER_QUERY_COLUMNS, EvaluationReport, MetricResult
 
 if TYPE_CHECKING:
@@ -83,11 +81,9 @@ class Columns(NamedTuple):
         """A document given twice for a query is an error naming its second line (the first in the file)."""
         offsets = np.zeros(len(self.query_ids) + 1, np.int64)
         np.cumsum(self.n_ret, out=offsets[1:])
-        record = trec_kernels.first_repeat(self.codes, self.lo, self.hi, offsets, SEED)
-        if record >= 0:
-            qid = self.query_ids[int(np.searchsorted(offsets, record, side="right")) - 1]
-            raise InputError(f"{self.path}:{self.lines[record]}: document {self.doc_id(record)!r} appears twice "
-                             f"for query {qid!r}.")
+        error = repeat_error(self.path, self.query_ids, offsets, self.codes, self.lo, self.hi, self.lines)
+        if error is not None:
+            raise error
 
     def only(self, keep: list) -> Columns:
         """The queries whose ``keep`` is true."""
@@ -111,54 +107,69 @@ class Columns(NamedTuple):
 
 class _Pending:
     """Records read but not yet handed out: whole queries, and the last one, which may go on in the next
-    block; ``parts``: per block (or the rest of one) its scores, codes, lo, hi and lines."""
+    block unless that block was `Block.whole`; ``parts``: per block (or the rest of one) its scores, codes,
+    lo, hi, lines and whether it is `Block.checked`."""
 
     def __init__(self, path: Path):
         self.path = path
         self.query_ids: list = []
         self.counts: list = []
         self.parts: list = []
+        self.ends_whole = False
 
-    def add(self, block) -> None:
-        self.parts.append((block.values, block.codes, block.lo, block.hi, block.lines))
+    def add(self, block: Block) -> None:
+        self.parts.append((block.values, block.codes, block.lo, block.hi, block.lines, block.checked))
+        self.ends_whole = block.whole
 
     def ready(self, chunk_queries: int, chunk_docs: int | None) -> int:
-        """How many queries the next chunk takes, once they are whole: as many as reach ``chunk_queries``
-        queries or ``chunk_docs`` documents; 0 until then."""
-        whole = len(self.counts) - 1
+        """How many queries the next chunk takes, once they are whole: ``chunk_queries``, or all the whole
+        ones (at most ``chunk_queries``) once they hold ``chunk_docs`` documents; 0 until then. (Blocks
+        mostly end with a whole query, so a chunk mostly takes whole blocks, with no copy.)"""
+        whole = len(self.counts) - (0 if self.ends_whole else 1)
         if whole <= 0:
             return 0
-        if chunk_docs is not None:
-            reached = np.flatnonzero(np.cumsum(self.counts[:min(whole, chunk_queries)]) >= chunk_docs)
-            if reached.size:
-                return min(int(reached[0]) + 1, chunk_queries)
+        if chunk_docs is not None and sum(self.counts[:whole]) >= chunk_docs:
+            return min(whole, chunk_queries)
         return chunk_queries if whole >= chunk_queries else 0
 
-    def take(self, n_queries: int) -> Columns:
-        """The first ``n_queries`` queries, as `Columns` (codes read-only, as the dict reader's): each
-        record is copied once, from the parts that hold it."""
+    def take(self, n_queries: int) -> tuple[Columns, bool]:
+        """(the first ``n_queries`` queries as `Columns` (codes read-only, as the dict reader's), whether
+        they are checked for documents given twice): the parts that hold them as they are when one does,
+        else each record copied once."""
         n = int(sum(self.counts[:n_queries]))
         used, rest, held, shift = [], [], 0, 0
-        for k, (scores, codes, lo, hi, lines) in enumerate(self.parts):
+        for k, (scores, codes, lo, hi, lines, checked) in enumerate(self.parts):
             if held + scores.size <= n:
-                used.append((scores, codes, lo + shift, hi + shift, lines))
+                used.append((scores, codes, lo + shift if shift else lo, hi + shift if shift else hi, lines, checked))
                 held += scores.size
                 shift += codes.size
                 continue
-            r = n - held  # this part is cut after its record r
+            r = n - held  # this part is cut after its record r, a query's first
             if r:
                 cut = int(lo[r])
-                used.append((scores[:r], codes[:cut], lo[:r] + shift, hi[:r] + shift, lines[:r]))
-                rest.append((scores[r:], codes[cut:], lo[r:] - cut, hi[r:] - cut, lines[r:]))
+                used.append((scores[:r], codes[:cut], lo[:r] + shift, hi[:r] + shift, lines[:r], checked))
+                rest.append((scores[r:], codes[cut:], lo[r:] - cut, hi[r:] - cut, lines[r:], checked))
             else:
-                rest.append((scores, codes, lo, hi, lines))
+                rest.append((scores, codes, lo, hi, lines, checked))
             rest += self.parts[k + 1:]
             break
-        scores, codes, lo, hi, lines = (np.concatenate(column) for column in zip(*used))
+        if len(used) == 1:
+            scores, codes, lo, hi, lines, checked = used[0]
+        else:
+            *columns, flags = zip(*used)
+            scores, codes, lo, hi, lines = (np.concatenate(column) for column in columns)
+            checked = all(flags)
         codes.setflags(write=False)
         taken = Columns(self.path, self.query_ids[:n_queries], np.array(self.counts[:n_queries], np.int64),
                         scores, codes, lo, hi, lines)
         self.query_ids, self.counts, self.parts = self.query_ids[n_queries:], self.counts[n_queries:], rest
+        return taken, checked
+
+    def take_checked(self, n_queries: int) -> Columns:
+        """`take`, then `Columns.check_repeats` unless the blocks' reader checked them."""
+        taken, checked = self.take(n_queries)
+        if not checked:
+            taken.check_repeats()
         return taken
 
 
@@ -178,7 +189,7 @@ def _column_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None 
                 break
             except InputError:  # a bad line: a document repeated before it comes first
                 if pending.query_ids:
-                    pending.take(len(pending.query_ids)).check_repeats()
+                    pending.take_checked(len(pending.query_ids))
                 raise
             for segment, qid in enumerate(block.query_ids):
                 n = int(block.seg_start[segment + 1] - block.seg_start[segment])
@@ -186,8 +197,9 @@ def _column_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None 
                     pending.counts[-1] += n
                     continue
                 if qid in finished:
-                    pending.add(block)
-                    pending.take(len(pending.query_ids)).check_repeats()
+                    if pending.query_ids:  # a document repeated before it comes first
+                        pending.add(block)
+                        pending.take_checked(len(pending.query_ids))
                     raise _Unsorted(f"{block.where(int(block.seg_start[segment]))}: query {qid!r} comes back "
                                     "after other queries")
                 if pending.query_ids:
@@ -196,13 +208,11 @@ def _column_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None 
                 pending.counts.append(n)
             pending.add(block)
             while n_queries := pending.ready(chunk_queries, chunk_docs):
-                chunk = pending.take(n_queries)
-                chunk.check_repeats()
+                chunk = pending.take_checked(n_queries)
+                finished.update(chunk.query_ids)  # whole: each coming back is a query out of place
                 yield chunk
     if pending.query_ids:
-        chunk = pending.take(len(pending.query_ids))
-        chunk.check_repeats()
-        yield chunk
+        yield pending.take_checked(len(pending.query_ids))
 
 
 def _bucket_chunks(source: TrecFile, order: list) -> Iterator[dict]:

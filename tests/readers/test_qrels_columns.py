@@ -126,3 +126,19 @@ def test_cli_numbers_do_not_depend_on_the_qrels_order(tmp_path, capsys):
                      "-m", "map", "-m", "ndcg_cut.10", "--digits", "12"]) == 0
         outputs.append(sorted(capsys.readouterr().out.splitlines()))
     assert outputs[0] == outputs[1] and len(outputs[0]) == 8  # 3 queries and "all", 2 measures
+
+
+@pytest.mark.parametrize("kind", ["run", "qrels"])
+def test_a_repeat_in_a_query_that_comes_back_is_named_before_a_later_one(tmp_path, kind):
+    """Line 3 repeats line 1 (query q1 comes back); line 5 repeats line 4: the first in the file's order
+    is named, by the dict reader and by the streamed evaluation alike."""
+    docs = ["a", "b", "a", "c", "c"]
+    queries = ["q1", "q2", "q1", "q1", "q1"]
+    path = tmp_path / kind
+    path.write_text("".join(f"{q} Q0 {d} 1 1.0 t\n" if kind == "run" else f"{q} 0 {d} 1\n"
+                            for q, d in zip(queries, docs)))
+    with pytest.raises(InputError, match=rf"{kind}:3: document 'a' appears twice for query 'q1'"):
+        read_trec(path, kind)
+    if kind == "qrels":
+        with pytest.raises(InputError, match=r"qrels:3: document 'a' appears twice for query 'q1'"):
+            read_qrels_columns(path)

@@ -225,14 +225,15 @@ def _append(source, lo, hi, target, at):
 
 
 @kernel(nogil=True)
-def scan(buf, run, rec_line, scores, grades, slow, codes, doc_lo, doc_hi, seg_start, queries):
+def scan(buf, run, rec_line, scores, grades, slow, codes, doc_lo, doc_hi, seg_start, seg_at, queries):
     """Read the lines of ``buf`` (valid UTF-8, whole lines, the last ending in a newline, then `PAD` bytes
     of padding) until the first bad one.
 
     Writes per record (a line that is not blank or a comment): ``rec_line`` its line index in the block,
     ``scores`` (runs) or ``grades`` (qrels) its value, its doc id into ``codes`` as code points (a newline
     after each), from ``doc_lo`` to ``doc_hi``; ``seg_start`` the first record of each segment of
-    consecutive lines with one query id and ``queries`` those ids' bytes ('\\n' after each); ``slow``
+    consecutive lines with one query id, ``seg_at`` the offset in ``buf`` of its first line, and
+    ``queries`` those ids' bytes ('\\n' after each); ``slow``
     (record, score start, score end) of scores to convert from their text.
 
     Returns (records, code points, segments, query bytes, slow scores, tag start, tag end (of the last
@@ -250,6 +251,7 @@ def scan(buf, run, rec_line, scores, grades, slow, codes, doc_lo, doc_hi, seg_st
     line = 0
     i = 0
     while i < n:
+        line_at = i
         n_tok = 0
         while True:  # the line's tokens
             c = buf[i]
@@ -294,6 +296,7 @@ def scan(buf, run, rec_line, scores, grades, slow, codes, doc_lo, doc_hi, seg_st
                     break
         if not same:
             seg_start[n_seg] = n_rec
+            seg_at[n_seg] = line_at
             n_seg += 1
             q_lo, q_hi = starts[0], ends[0]
             n_q = _append(buf, q_lo, q_hi, queries, n_q)

@@ -47,7 +47,9 @@ _BOM = b"\xef\xbb\xbf"
 class Block:
     """Records of whole lines of a TREC file: segment ``s`` is query ``query_ids[s]``, records
     ``seg_start[s]:seg_start[s + 1]``; record i's doc id is ``codes[lo[i]:hi[i]]`` (Unicode code points,
-    uint32; a newline after each id)."""
+    uint32; a newline after each id). ``whole``: the block ends where its last query's lines end (the
+    next line is another query's, or the file ends); ``checked``: moreover each of its queries has all
+    its lines in it (none seen before, none twice) and no document twice (`repeat_error`)."""
 
     path: Path
     query_ids: list
@@ -57,6 +59,8 @@ class Block:
     hi: np.ndarray
     values: np.ndarray
     lines: np.ndarray
+    whole: bool = False
+    checked: bool = False
 
     def where(self, record: int) -> str:
         return f"{self.path}:{self.lines[record]}"
@@ -80,6 +84,7 @@ class _Scratch:
         self.buf = np.empty(n_bytes + kernel.PAD, np.uint8)
         self.rec_line = np.empty(lines, np.int32)
         self.seg_start = np.empty(lines + 1, np.int32)
+        self.seg_at = np.empty(lines + 1, np.int64)
         self.slow = np.empty((lines if run else 0, 3), np.int32)
         self.values = np.empty(lines, np.float64 if run else np.int64)
         self.codes = np.empty(n_bytes + kernel.PAD, np.uint32)
@@ -105,7 +110,11 @@ class TrecFile:
     def blocks(self, ahead: int = 1) -> Ahead | Generator[Block, None, None]:
         """The file's records, block by block, read and scanned up to ``ahead`` blocks ahead on a thread
         of their own that starts at once (`Ahead`, unless `threads.n_threads` is 1); a bad line raises
-        after the records before it. Close what it returns (``contextlib.closing``) to stop early."""
+        after the records before it. Close what it returns (``contextlib.closing``) to stop early.
+
+        A block holding several queries ends where its last query starts: those lines are read again
+        with the next block, so most blocks hold whole queries (`Block.whole`), each checked for
+        documents given twice on the reading thread (`Block.checked`)."""
         return Ahead(self._blocks(), ahead) if threads.n_threads() > 1 else self._blocks()
 
     def _blocks(self) -> Generator[Block, None, None]:
@@ -113,6 +122,8 @@ class TrecFile:
         empty_f, empty_i = np.empty(0, np.float64), np.empty(0, np.int64)
         lines_before = 0
         room = _Scratch(0, 0, run)
+        starts_query = True  # the next block's first line starts a query
+        seen: set = set()  # the queries of the blocks handed out
         with open_binary(self.path, self.kind) as (handle, compression):
             carry = b""
             first = True
@@ -122,6 +133,7 @@ class TrecFile:
                     raise InputError(f"{self.path}: cannot decompress the {self.kind} file ({compression or 'plain'} "
                                      f"data) after line {lines_before}: {damage}.")
                 data, damage = _read_block(handle)
+                at_end = not data and damage is None
                 if data:
                     data = carry + data
                     cut = data.rfind(b"\n") + 1
@@ -150,20 +162,38 @@ class TrecFile:
                 (n_rec, n_code, n_seg, n_q, n_slow, tag_lo, tag_hi, n_lines, bad,
                  code) = kernel.scan(buf, run, room.rec_line, room.values if run else empty_f,
                                      empty_i if run else room.values, room.slow, room.codes, room.doc_lo, room.doc_hi,
-                                     room.seg_start, room.queries)
+                                     room.seg_start, room.seg_at, room.queries)
+                whole = at_end
+                if not at_end and bad < 0 and pending is None and n_seg > 1:  # the last query may go on
+                    n_seg -= 1
+                    n_rec = int(room.seg_start[n_seg])
+                    carry = chunk[int(room.seg_at[n_seg]):] + carry
+                    n_lines, n_code, whole = int(room.rec_line[n_rec]), int(room.doc_lo[n_rec]), True
                 if n_rec:
                     values = room.values[:n_rec].copy()
                     for record, lo, hi in room.slow[:n_slow].tolist():
-                        values[record] = parse_score(chunk[lo:hi].decode("ascii"), f"{self.path}:"
-                                                f"{lines_before + room.rec_line[record] + 1}")
+                        if record < n_rec:
+                            values[record] = parse_score(chunk[lo:hi].decode("ascii"), f"{self.path}:"
+                                                         f"{lines_before + room.rec_line[record] + 1}")
                     if run:
                         self.tag = chunk[tag_lo:tag_hi].decode("utf-8")
-                    seg_start = np.empty(n_seg + 1, np.int32)
+                    seg_start = np.empty(n_seg + 1, np.int64)
                     seg_start[:n_seg] = room.seg_start[:n_seg]
                     seg_start[n_seg] = n_rec
-                    yield Block(self.path, room.queries[:n_q - 1].tobytes().decode("utf-8").split("\n"), seg_start,
-                                room.codes[:n_code].copy(), room.doc_lo[:n_rec].copy(), room.doc_hi[:n_rec].copy(),
-                                values, room.rec_line[:n_rec].astype(np.int64) + (lines_before + 1))
+                    query_ids = room.queries[:n_q - 1].tobytes().decode("utf-8").split("\n")[:n_seg]
+                    fresh = seen.isdisjoint(query_ids) and len(set(query_ids)) == n_seg  # no query comes back
+                    seen.update(query_ids)
+                    block = Block(self.path, query_ids, seg_start, room.codes[:n_code].copy(),
+                                  room.doc_lo[:n_rec].copy(), room.doc_hi[:n_rec].copy(), values,
+                                  room.rec_line[:n_rec].astype(np.int64) + (lines_before + 1), whole,
+                                  whole and starts_query and fresh)
+                    if block.checked:
+                        error = repeat_error(block.path, block.query_ids, block.seg_start, block.codes, block.lo,
+                                             block.hi, block.lines)
+                        if error is not None:
+                            raise error
+                    yield block
+                    starts_query = whole
                 if bad >= 0:
                     raise self._line_error(chunk, bad, lines_before + bad + 1, code)
                 if pending is not None:
@@ -364,6 +394,19 @@ def put_segment(table: dict, block: Block, segment: int, values: list) -> None:
         seen.add(docid)
 
 
+def repeat_error(path, query_ids: list, offsets: np.ndarray, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                 lines: np.ndarray) -> InputError | None:
+    """The error for the first document (in order) given twice for its query (query ``query_ids[q]``
+    holding records ``offsets[q]:offsets[q + 1]`` (int64), record i's id ``codes[lo[i]:hi[i]]``, read
+    from line ``lines[i]``), naming its second line; None when there is none (`kernels.trec.first_repeat`)."""
+    record = kernel.first_repeat(codes, lo, hi, offsets, SEED)
+    if record < 0:
+        return None
+    qid = query_ids[int(np.searchsorted(offsets, record, side="right")) - 1]
+    doc = codes[lo[record]:hi[record]].tobytes().decode("utf-32-le")
+    return InputError(f"{path}:{lines[record]}: document {doc!r} appears twice for query {qid!r}.")
+
+
 def read_qrels_columns(path) -> QrelsColumns | dict:
     """A TREC qrels file as `QrelsColumns` (no Python object per line) when each query's lines are
     together, as trec_eval's qrels are; else as `read_trec`'s dict. Same errors as `read_trec`, the first
@@ -374,7 +417,8 @@ def read_qrels_columns(path) -> QrelsColumns | dict:
         with contextlib.closing(source.blocks()) as blocks:
             kept.extend(blocks)
     except InputError:
-        _qrels_of_blocks(source, kept)  # a document judged twice before the bad line is named first
+        if kept:
+            _qrels_of_blocks(source, kept)  # a document judged twice before the bad line is named first
         raise
     return _qrels_of_blocks(source, kept)
 
@@ -406,12 +450,10 @@ def _qrels_of_blocks(source: TrecFile, kept: list[Block]) -> QrelsColumns | dict
     codes = np.concatenate([block.codes for block in kept])
     lo = np.concatenate([block.lo + shift for block, shift in zip(kept, shifts)])
     hi = np.concatenate([block.hi + shift for block, shift in zip(kept, shifts)])
-    repeat = kernel.first_repeat(codes, lo, hi, offsets, SEED)
-    if repeat >= 0:
-        lines = np.concatenate([block.lines for block in kept])
-        qid = query_ids[int(np.searchsorted(offsets, repeat, side="right")) - 1]
-        doc = codes[lo[repeat]:hi[repeat]].tobytes().decode("utf-32-le")
-        raise InputError(f"{source.path}:{lines[repeat]}: document {doc!r} appears twice for query {qid!r}.")
+    error = repeat_error(source.path, query_ids, offsets, codes, lo, hi,
+                         np.concatenate([block.lines for block in kept]))
+    if error is not None:
+        raise error
     return QrelsColumns(query_ids, offsets, codes, lo, hi, np.concatenate([block.values for block in kept]))
 
 
