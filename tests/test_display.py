@@ -34,6 +34,8 @@ def test_text_table_puts_the_index_first_and_right_aligns_numbers_only():
     assert text_table(frame, 2, index=False).split("\n") == ["run   n     e", "a     3  0.50", "bb   12   NaN"]
     both = text_table(frame.set_index("run", append=True), 1).split("\n")  # one column per index level
     assert both == ["metric   run   n    e", "ndcg@10  a     3  0.5", "P@5      bb   12  NaN"]
+    assert text_table(pd.DataFrame({"x": [1.0]}, index=pd.Index(["a"], name=0)), 1).split("\n") == ["0    x", "a  1.0"]
+    assert text_table(pd.DataFrame({"x": [1.0]}, index=["a"]), 1).split("\n") == ["     x", "a  1.0"]  # no name
 
 
 def test_progress_draws_only_when_asked():

@@ -341,6 +341,18 @@ def test_the_scan_is_not_on_the_dict_path():
     assert done.stdout.split() == ["False", "False"]
 
 
+def test_the_dict_readers_are_not_on_the_file_path():
+    """`tieaware eval` on TREC files imports neither the pair readers nor ranx's typed-dict kernels."""
+    code = ("import sys; from tieaware.cli import main; "
+            f"code = main(['eval', {str(DATA / 'qrels-302.test')!r}, {str(DATA / 'results-302.test')!r}, "
+            "'-m', 'ndcg_cut.10']); "
+            "print(code, *(name in sys.modules for name in ('tieaware.streaming', 'tieaware.readers.pairs', "
+            "'tieaware.readers.typed_dicts', 'tieaware.readers.dicts')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1].split() == ["0", "True", "False", "False", "False"]
+
+
 @pytest.mark.parametrize("compress", [gzip.compress, lambda data: __import__("bz2").compress(data, 1),
                                       __import__("lzma").compress])
 def test_a_cut_off_archive_names_the_lines_read_before_the_cut(tmp_path, compress):

@@ -31,7 +31,8 @@ def text_table(frame: pd.DataFrame, digits: int = DIGITS, *, index: bool = True)
     ``index=False``, then the columns; floats through `fixed` (NaN as ``NaN``), numbers right-aligned,
     text left-aligned."""
     levels = range(frame.index.nlevels) if index else range(0)
-    headers = [str(name or "") for name in frame.index.names[:len(levels)]] + [str(column) for column in frame.columns]
+    headers = ["" if name is None else str(name) for name in frame.index.names[:len(levels)]]
+    headers += [str(column) for column in frame.columns]
     columns = [frame.index.get_level_values(level).tolist() for level in levels]
     columns += [frame.iloc[:, position].tolist() for position in range(frame.shape[1])]
     cells = [[_cell(value, digits) for value in column] for column in columns]

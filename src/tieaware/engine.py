@@ -24,7 +24,6 @@ from .inputs import is_ranx_qrels, is_ranx_run, load_qrels, load_run, without_id
 from .kernels.families import Judged, family_stats
 from .metrics import MetricSpec
 from .readers.lists import RankedLists
-from .readers.pairs import ranked_lists
 from .registry import family
 
 #: the tools whose nDCG averages the gains of tied documents (sklearn's rule): their nDCG is E[nDCG]
@@ -129,7 +128,12 @@ def per_query_tables(qrels, run, specs: list[MetricSpec], make_comparable: bool,
         run = without_identical_ids(run)
     if any(spec.judged_only for spec in specs):
         return _with_judged_only(qrels, run, specs, make_comparable, oblivious)
-    lists = run if isinstance(run, RankedLists) else ranked_lists(qrels, run, make_comparable, from_file)
+    if isinstance(run, RankedLists):
+        lists = run
+    else:  # the pair readers and ranx's typed-dict kernels: not imported for runs read from TREC files
+        from .readers.pairs import ranked_lists
+
+        lists = ranked_lists(qrels, run, make_comparable, from_file)
     kept = _KEPT.setdefault(lists, _Kept())
     tables = {}
     this_call: dict = {}  # per tie order, the kept `Judged` with flags shared by this call's metrics only

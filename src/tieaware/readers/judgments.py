@@ -9,7 +9,6 @@ from typing import NamedTuple
 import numpy as np
 
 from ..kernels.groups import argsort_segments
-from . import typed_dicts
 from .dict_arrays import float_values, name_bad_value, string_id_codes
 from .kinds import is_ranx_qrels
 
@@ -25,6 +24,8 @@ def _check_ranx_grades(qrels, query_ids: list, grades: np.ndarray) -> None:
 def _ranx_judgments(qrels, query_ids: list) -> tuple:
     """(offsets, codes, lo, hi, grades) of `query_ids`' judgments in a ranx Qrels, read in numba (ids as
     `id_codes`); unusable grades are named."""
+    from . import typed_dicts  # numba's typed-dict kernels: imported when a ranx Qrels is given
+
     offsets, codes, lo, hi, grades = typed_dicts.qrels_arrays(qrels.qrels, typed_dicts.typed(query_ids))
     codes.setflags(write=False)  # as the dict reader's: read_chunk compiles for one layout of its arguments
     _check_ranx_grades(qrels, query_ids, grades)
