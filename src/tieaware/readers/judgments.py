@@ -90,11 +90,11 @@ class Judgments:
 class QrelsColumns(Mapping):
     """Qrels held as columns, as a TREC qrels file's reader gives them: query ``query_ids[k]`` holds the
     judgments ``offsets[k]:offsets[k + 1]``, judgment i of document ``codes[lo[i]:hi[i]]`` (Unicode code
-    points, read-only) with grade ``grades[i]``, each query's judgments best first (`best_first`), its
-    documents distinct. `for_queries` gathers the judgments of a run's queries for the group kernels
-    without a Python object per judgment; as a read-only mapping ``{qid: {docid: grade}}`` (ids in
-    the file's order of first appearance, each query's documents best first) it also serves the readers
-    of dicts."""
+    points, read-only) with grade ``grades[i]`` (integers, given best first within each query, as
+    `best_first` orders them), its documents distinct. `for_queries` gathers the judgments of a run's
+    queries for the group kernels without a Python object per judgment; as a read-only mapping
+    ``{qid: {docid: grade}}`` (ids in the file's order of first appearance, each query's documents best
+    first) it also serves the readers of dicts."""
 
     def __init__(self, query_ids: list, offsets: np.ndarray, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                  grades: np.ndarray):
@@ -103,9 +103,8 @@ class QrelsColumns(Mapping):
         self.offsets = offsets
         self.codes = codes
         self.codes.setflags(write=False)  # as the dict reader's: read_chunk compiles for one layout
-        order = argsort_segments(-grades.astype(np.float64), offsets)  # `best_first`, the int grades kept
-        self.lo, self.hi, self._int_grades = lo[order], hi[order], grades[order]
-        self.grades = self._int_grades.astype(np.float64)
+        self.lo, self.hi, self._int_grades = lo, hi, grades
+        self.grades = grades.astype(np.float64)
 
     def for_queries(self, query_ids: list) -> JudgmentChunk:
         """The judgments of `query_ids` (each a query of these qrels), in that order."""

@@ -30,7 +30,7 @@ import numpy as np
 from .. import threads
 from ..errors import InputError
 from ..kernels import trec as kernel
-from ..kernels.groups import SEED
+from ..kernels.groups import SEED, argsort_segments
 from .judgments import QrelsColumns
 from .raw_files import DECOMPRESSION_ERRORS, STDIN, checked_path, open_binary
 
@@ -446,15 +446,36 @@ def _qrels_of_blocks(source: TrecFile, kept: list[Block]) -> QrelsColumns | dict
     if not query_ids:
         raise InputError(f"qrels file {str(source.path)!r} holds no qrels lines.")
     offsets = np.array([*starts, records], np.int64)
-    shifts = np.cumsum([0] + [block.codes.size for block in kept[:-1]])
-    codes = np.concatenate([block.codes for block in kept])
-    lo = np.concatenate([block.lo + shift for block, shift in zip(kept, shifts)])
-    hi = np.concatenate([block.hi + shift for block, shift in zip(kept, shifts)])
-    error = repeat_error(source.path, query_ids, offsets, codes, lo, hi,
-                         np.concatenate([block.lines for block in kept]))
+    codes, lo, hi, grades, lines = _drain(kept)
+    error = repeat_error(source.path, query_ids, offsets, codes, lo, hi, lines)
     if error is not None:
         raise error
-    return QrelsColumns(query_ids, offsets, codes, lo, hi, np.concatenate([block.values for block in kept]))
+    del lines
+    keys = grades.astype(np.float64)
+    order = argsort_segments(np.negative(keys, out=keys), offsets)  # each query best first, ties in file order
+    del keys
+    lo, hi, grades = lo[order], hi[order], grades[order]  # each old array freed in turn
+    return QrelsColumns(query_ids, offsets, codes, lo, hi, grades)
+
+
+def _drain(kept: list[Block]) -> tuple[np.ndarray, ...]:
+    """(codes, lo, hi, values, lines) of the blocks end to end, each block dropped from ``kept`` once
+    copied: the peak holds the blocks and one copy, not two."""
+    n_codes, n_rec = sum(block.codes.size for block in kept), sum(block.values.size for block in kept)
+    codes = np.empty(n_codes, np.uint32)
+    lo, hi, lines = (np.empty(n_rec, np.int64) for _ in range(3))
+    values = np.empty(n_rec, kept[0].values.dtype)
+    at = shift = 0
+    while kept:
+        block = kept.pop(0)
+        n = block.values.size
+        codes[shift:shift + block.codes.size] = block.codes
+        np.add(block.lo, shift, out=lo[at:at + n])
+        np.add(block.hi, shift, out=hi[at:at + n])
+        values[at:at + n] = block.values
+        lines[at:at + n] = block.lines
+        at, shift = at + n, shift + block.codes.size
+    return codes, lo, hi, values, lines
 
 
 def read_trec(path, kind: str) -> tuple[dict, str | None]:
