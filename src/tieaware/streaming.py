@@ -74,9 +74,6 @@ class Columns(NamedTuple):
     hi: np.ndarray
     lines: np.ndarray
 
-    def doc_id(self, record: int) -> str:
-        return self.codes[self.lo[record]:self.hi[record]].tobytes().decode("utf-32-le")
-
     def check_repeats(self) -> None:
         """A document given twice for a query is an error naming its second line (the first in the file)."""
         offsets = np.zeros(len(self.query_ids) + 1, np.int64)
@@ -178,10 +175,10 @@ def _column_chunks(source: TrecFile, chunk_queries: int, chunk_docs: int | None 
     """`Columns` of whole queries, a new chunk once one holds ``chunk_queries`` queries or ``chunk_docs``
     documents, each checked for documents given twice; raises `_Unsorted` when a query comes back. A bad
     line raises once the records before it are checked (the first error in the file's order wins).
-    ``blocks``: ``source.blocks()`` already started, or None to start them here."""
+    ``blocks``: ``source.blocks(check=True)`` already started, or None to start them here."""
     pending = _Pending(source.path)
     finished: set = set()
-    with contextlib.closing(source.blocks() if blocks is None else blocks) as blocks:
+    with contextlib.closing(source.blocks(check=True) if blocks is None else blocks) as blocks:
         while True:
             try:
                 block = next(blocks)
@@ -280,7 +277,7 @@ class RunChunks:
             raise InputError(f"stream=True reads TREC run files; {str(self.source.path)!r} is a {FORMAT_NAMES[form]} "
                              f"run (by its {'first line' if form == 'tsv' else 'suffix'}): such a run is read in "
                              "memory; evaluate it without stream.")
-        self._blocks = self.source.blocks(AHEAD_BLOCKS)
+        self._blocks = self.source.blocks(AHEAD_BLOCKS, check=True)
         self.chunks = _column_chunks(self.source, chunk_queries, chunk_docs, self._blocks)
 
     def close(self) -> None:

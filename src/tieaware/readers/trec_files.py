@@ -20,7 +20,7 @@ import contextlib
 import math
 import queue
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -107,17 +107,18 @@ class TrecFile:
         """Whether the file can be read again (a regular file, not standard input, a pipe or a FIFO)."""
         return str(self.path) != STDIN and self.path.is_file()
 
-    def blocks(self, ahead: int = 1) -> Ahead | Generator[Block, None, None]:
+    def blocks(self, ahead: int = 1, check: bool = False) -> Ahead | Generator[Block, None, None]:
         """The file's records, block by block, read and scanned up to ``ahead`` blocks ahead on a thread
         of their own that starts at once (`Ahead`, unless `threads.n_threads` is 1); a bad line raises
         after the records before it. Close what it returns (``contextlib.closing``) to stop early.
 
         A block holding several queries ends where its last query starts: those lines are read again
-        with the next block, so most blocks hold whole queries (`Block.whole`), each checked for
-        documents given twice on the reading thread (`Block.checked`)."""
-        return Ahead(self._blocks(), ahead) if threads.n_threads() > 1 else self._blocks()
+        with the next block, so most blocks hold whole queries (`Block.whole`). With ``check``, those
+        are checked for documents given twice on the reading thread (`Block.checked`); readers into
+        dicts find repeats as they insert."""
+        return Ahead(self._blocks(check), ahead) if threads.n_threads() > 1 else self._blocks(check)
 
-    def _blocks(self) -> Generator[Block, None, None]:
+    def _blocks(self, check: bool) -> Generator[Block, None, None]:
         run = self.kind == "run"
         empty_f, empty_i = np.empty(0, np.float64), np.empty(0, np.int64)
         lines_before = 0
@@ -186,7 +187,7 @@ class TrecFile:
                     block = Block(self.path, query_ids, seg_start, room.codes[:n_code].copy(),
                                   room.doc_lo[:n_rec].copy(), room.doc_hi[:n_rec].copy(), values,
                                   room.rec_line[:n_rec].astype(np.int64) + (lines_before + 1), whole,
-                                  whole and starts_query and fresh)
+                                  check and whole and starts_query and fresh)
                     if block.checked:
                         error = repeat_error(block.path, block.query_ids, block.seg_start, block.codes, block.lo,
                                              block.hi, block.lines)
@@ -394,6 +395,15 @@ def put_segment(table: dict, block: Block, segment: int, values: list) -> None:
         seen.add(docid)
 
 
+def _put_blocks(table: dict, blocks: Iterable[Block]) -> dict:
+    """``table`` with every record of ``blocks`` put in (`put_segment`)."""
+    for block in blocks:
+        values = block.values.tolist()
+        for segment in range(len(block.query_ids)):
+            put_segment(table, block, segment, values)
+    return table
+
+
 def repeat_error(path, query_ids: list, offsets: np.ndarray, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                  lines: np.ndarray) -> InputError | None:
     """The error for the first document (in order) given twice for its query (query ``query_ids[q]``
@@ -414,7 +424,7 @@ def read_qrels_columns(path) -> QrelsColumns | dict:
     source = TrecFile(path, "qrels")
     kept: list[Block] = []
     try:
-        with contextlib.closing(source.blocks()) as blocks:
+        with contextlib.closing(source.blocks(check=True)) as blocks:
             kept.extend(blocks)
     except InputError:
         if kept:
@@ -433,12 +443,7 @@ def _qrels_of_blocks(source: TrecFile, kept: list[Block]) -> QrelsColumns | dict
             if query_ids and qid == query_ids[-1]:
                 continue
             if qid in seen:  # a query comes back: read as dicts, which merge its lines
-                out: dict = {}
-                for each in kept:
-                    values = each.values.tolist()
-                    for at in range(len(each.query_ids)):
-                        put_segment(out, each, at, values)
-                return out
+                return _put_blocks({}, kept)
             seen.add(qid)
             query_ids.append(qid)
             starts.append(records + int(block.seg_start[segment]))
@@ -446,8 +451,9 @@ def _qrels_of_blocks(source: TrecFile, kept: list[Block]) -> QrelsColumns | dict
     if not query_ids:
         raise InputError(f"qrels file {str(source.path)!r} holds no qrels lines.")
     offsets = np.array([*starts, records], np.int64)
+    checked = all(block.checked for block in kept)  # each query in one block, checked on the reading thread
     codes, lo, hi, grades, lines = _drain(kept)
-    error = repeat_error(source.path, query_ids, offsets, codes, lo, hi, lines)
+    error = None if checked else repeat_error(source.path, query_ids, offsets, codes, lo, hi, lines)
     if error is not None:
         raise error
     del lines
@@ -481,12 +487,8 @@ def _drain(kept: list[Block]) -> tuple[np.ndarray, ...]:
 def read_trec(path, kind: str) -> tuple[dict, str | None]:
     """(``{qid: {docid: value}}`` in the file's order, the run tag of the last line) of a TREC file."""
     source = TrecFile(path, kind)
-    out: dict = {}
     with contextlib.closing(source.blocks()) as blocks:
-        for block in blocks:
-            values = block.values.tolist()
-            for segment in range(len(block.query_ids)):
-                put_segment(out, block, segment, values)
+        out = _put_blocks({}, blocks)
     if not out:
         raise InputError(f"{kind} file {str(source.path)!r} holds no {kind} lines.")
     return out, source.tag
