@@ -4,6 +4,7 @@ import string
 
 import pytest
 
+from tieaware.readers import trec_files
 from tieaware.readers.trec_files import read_trec
 
 ONE_BYTE = string.ascii_letters + string.digits
@@ -17,5 +18,7 @@ def test_a_block_of_the_shortest_lines_reads_every_record(tmp_path, kind):
     path = tmp_path / kind
     path.write_text("".join(lines))
     assert len(lines[0]) == (12 if kind == "run" else 8)
+    # the bound the reader sizes its arrays by admits this densest block (else the scan writes past them)
+    assert len("".join(lines)) // trec_files._MIN_RECORD_BYTES[kind] + 1 >= len(lines)
     table, _ = read_trec(path, kind)
     assert table == {q: {d: (5.0 if kind == "run" else 1) for d in ONE_BYTE} for q in ONE_BYTE}

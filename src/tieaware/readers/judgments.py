@@ -122,11 +122,7 @@ class QrelsColumns(Mapping):
                 zip(self.lo[a:b].tolist(), self.hi[a:b].tolist(), self._int_grades[a:b].tolist())}
 
     def to_dict(self) -> dict:
-        """``{qid: {docid: grade}}``, new dicts (made once, then copied)."""
-        return {qid: dict(docs) for qid, docs in self._dict.items()}
-
-    @cached_property
-    def _dict(self) -> dict:
+        """``{qid: {docid: grade}}``, new dicts."""
         return {qid: self[qid] for qid in self.query_ids}
 
     @cached_property
