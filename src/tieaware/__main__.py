@@ -1,7 +1,7 @@
-"""``python -m tieaware``: the ``tieaware`` console script (`tieaware.cli.main`)."""
+"""``python -m tieaware``: the ``tieaware`` console script (`tieaware.cli.run`)."""
 import sys
 
-from .cli import main
+from .cli import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

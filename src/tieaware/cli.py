@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import gc
 import math
 import os
 import sys
@@ -861,5 +862,16 @@ def main(argv=None) -> int:
         return EXIT_ERROR
 
 
+def run() -> int:
+    """The ``tieaware`` console script and ``python -m tieaware``: `main`, then the objects alive are frozen
+    out of the garbage collector (``gc.freeze``), as the process ends next. At exit CPython collects
+    several times over every object left (numba's types and dispatchers among them) only to free memory
+    the system takes back anyway; finalizers of objects outside reference cycles and ``atexit``
+    handlers still run, and the output is flushed as usual."""
+    code = main()
+    gc.freeze()
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())
