@@ -12,8 +12,8 @@ and peak RSS of each process (``os.wait4``) side by side, with the ratios to tre
 * ``tieaware eval QRELS RUN -m ndcg_cut.10 -m map -o trec``;
 * ``tieaware.read_trec_run`` into dicts, beside the line-by-line Python reader it replaced.
 
-The numba and ranx caches are warmed on a small file first; the tools take turns (each repeat runs
-every tool once), so a change in the machine's load falls on all of them. Sizes above
+The numba and ranx caches (and Python's bytecode) are warmed on a small file first; the tools take
+turns (each repeat runs every tool once), so a change in the machine's load falls on all of them. Sizes above
 ``--tieaware-only-above`` lines run `tieaware eval` alone. The load average is printed before and after
 each size; ``--markdown PATH`` also writes the tables into PATH's ``bench_trec_files`` section
 (``bench_trec_files_alone`` when every size runs `tieaware eval` alone). Linux
@@ -125,11 +125,11 @@ def fill(command: list, qrels: Path, run: Path, small: Path) -> list:
     return [names.get(part, part) for part in command]
 
 
-def measure(command: list) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, stdout) of one process."""
+def measure(command: list, env: dict | None = None) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in MB, stdout) of one process (environment ``env``, or this one's)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE, env=env)
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - start
         process.returncode = os.waitstatus_to_exitcode(status)
@@ -154,7 +154,7 @@ def build_trec_eval(source: Path, folder: Path) -> Path | None:
 
 def tools(trec_eval: Path | None, tieaware_only: bool) -> dict:
     python = sys.executable
-    tieaware = [python, "-m", "tieaware.cli", "eval", "{qrels}", "{run}", *sum((["-m", m] for m in METRICS), []),
+    tieaware = [python, "-m", "tieaware", "eval", "{qrels}", "{run}", *sum((["-m", m] for m in METRICS), []),
                 "-o", "trec"]
     if tieaware_only:
         return {"tieaware eval": tieaware}
@@ -229,8 +229,11 @@ def main() -> None:
         if trec_eval is None:
             print("trec_eval: skipped (give --trec-eval BINARY or --trec-eval-src DIR to build it from source)")
         small_qrels, small_run = write_files(folder, 2 * DOCS, seed=1)
-        for command in tools(trec_eval, False).values():  # compile / load the numba caches once
-            measure(fill(command, small_qrels, small_run, small_run))
+        # compile the numba caches once, and write the Python bytecode an installed package has (pip
+        # compiles it; an editable install under PYTHONDONTWRITEBYTECODE would compile every module each run)
+        writes_bytecode = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+        for command in tools(trec_eval, False).values():
+            measure(fill(command, small_qrels, small_run, small_run), writes_bytecode)
         print(f"{_report.cores()} CPUs; median of {args.repeat} runs; metrics {', '.join(METRICS)}")
         tables = [one_size(lines, folder, trec_eval, small_run, args) for lines in args.lines]
     if args.markdown:
