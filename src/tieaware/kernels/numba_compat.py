@@ -11,7 +11,8 @@ pyproject.toml's dependencies). What they are for:
 * numba's on-disk cache classes (`FunctionCache`, `IndexDataCacheFile`) that `disk_cache`
   extends, and `use_cache`, which installs such a cache on a dispatcher;
 * `trailing_zeros` (count trailing zero bits, LLVM's ``cttz``): the TREC scan's 8-bytes-at-a-time
-  search for the end of a token;
+  search for the end of a token; `leading_zeros` (``ctlz``): normalising a decimal's digits
+  (`binary64.nearest_double`);
 * `Dispatcher`, the type of a jitted function (``tieaware warmup`` finds the kernels by it);
 * `load_numba_arrays_without_scipy`: numba's array module without its BLAS probe.
 """
@@ -37,7 +38,7 @@ try:
     from numba.cpython.unicode import _empty_string as empty_string
     from numba.cpython.unicode import _get_code_point as get_code_point
     from numba.cpython.unicode import _set_code_point as set_code_point
-    from numba.cpython.unsafe.numbers import trailing_zeros
+    from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 except ImportError as error:  # pragma: no cover - only with an untested numba
     raise ImportError(f"tieaware needs numba >={TESTED[0]},<{TESTED[1]} (numba internals it uses moved in "
                       f"numba {numba.__version__}): {error}") from error
@@ -50,8 +51,9 @@ def use_cache(dispatcher: Any, cache: Any) -> None:
 
 
 __all__ = ["TESTED", "PY_UNICODE_1BYTE_KIND", "PY_UNICODE_2BYTE_KIND", "PY_UNICODE_4BYTE_KIND", "Dispatcher",
-           "FunctionCache", "IndexDataCacheFile", "empty_string", "get_code_point", "set_code_point",
-           "load_numba_arrays_without_scipy", "trailing_zeros", "unicode_charseq_get_code", "use_cache"]
+           "FunctionCache", "IndexDataCacheFile", "empty_string", "get_code_point", "leading_zeros",
+           "set_code_point", "load_numba_arrays_without_scipy", "trailing_zeros", "unicode_charseq_get_code",
+           "use_cache"]
 
 
 def load_numba_arrays_without_scipy() -> None:

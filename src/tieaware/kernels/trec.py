@@ -7,10 +7,10 @@ fields after the sixth are ignored), a qrels line exactly 4.
 
 A score is the text C's ``strtod`` and Python's ``float`` both read whole and the same way:
 ``[+-]? (digits [. digits?] | . digits) ([eE] [+-]? digits)?`` or ``[+-]? (inf | infinity)`` in any case;
-``nan`` is an error. Scores with at most 15 significant digits and a decimal exponent within 22 are
-converted here by Clinger's fast path: the digits as an integer (exact below 2^53) times or divided by an
-exact power of ten, one correctly rounded operation, so the result is the correctly rounded value strtod
-gives. Other scores are flagged for the caller to convert from their text with a correctly rounded routine.
+``nan`` is an error. Scores with at most 19 significant digits (all that Python's ``repr`` writes, and
+every fixed-point format) are converted here, correctly rounded as strtod rounds them
+(`binary64.nearest_double`); longer ones are flagged for the caller to convert from their text with a
+correctly rounded routine.
 A grade is ``[+-]? digits [. 0*]`` (``2``, ``+2``, ``2.0``) of at most 18 digits.
 """
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
+from .binary64 import nearest_double
 from .disk_cache import kernel
 from .groups import compare_ids, id_hash
 from .numba_compat import trailing_zeros
@@ -28,7 +29,6 @@ from .numba_compat import trailing_zeros
 #: error codes of `scan`: a line with the wrong number of columns, a score that is not a number,
 #: a NaN score, a grade that is not an integer (or beyond 18 digits)
 COLUMNS, SCORE, NAN, GRADE = 1, 2, 3, 4
-_POWERS = np.array([10.0 ** i for i in range(23)])  # each exact in float64
 #: bytes after a block's last newline that `scan` may read (8-byte words), not part of the block
 PAD = 8
 _ONES = np.uint64(0x0101010101010101)
@@ -90,21 +90,21 @@ def _is_nan(buf, i, hi) -> bool:
 
 
 @kernel(inline="always")
-def _digits(buf, i, hi, mantissa, significant):
-    """(the index after the digits from ``buf[i]``, the mantissa and the count of significant digits with
-    them added, the first 15 significant ones kept, how many digits there were)."""
+def _digits(buf, i, hi, w, significant):
+    """(the index after the digits from ``buf[i]``, the integer ``w`` (uint64) with them appended (the first
+    19 significant ones: below 2^64), the count of significant digits with them, how many digits there were)."""
     start = i
     while i < hi and 48 <= buf[i] <= 57:
-        if mantissa > 0 or buf[i] != 48:
+        if w > 0 or buf[i] != 48:
             significant += 1
-            if significant <= 15:
-                mantissa = mantissa * 10 + (buf[i] - 48)
+            if significant <= 19:
+                w = w * np.uint64(10) + np.uint64(buf[i] - 48)
         i += 1
-    return i, mantissa, significant, i - start
+    return i, w, significant, i - start
 
 
 @kernel(inline="always")
-def _score(buf, lo, hi, powers):
+def _score(buf, lo, hi):
     """(code, value): code 0 and the value, -1 (a number to convert from its text), or SCORE / NAN.
     Inlined, as every helper of `scan`, and given no array it does not need: a call that passes arrays
     counts references to them (atomic operations)."""
@@ -120,9 +120,9 @@ def _score(buf, lo, hi, powers):
             return NAN, 0.0
         return SCORE, 0.0
     after_point = 0
-    i, mantissa, significant, digits = _digits(buf, i, hi, 0, 0)
+    i, w, significant, digits = _digits(buf, i, hi, np.uint64(0), 0)
     if i < hi and buf[i] == 46:  # .
-        i, mantissa, significant, after_point = _digits(buf, i + 1, hi, mantissa, significant)
+        i, w, significant, after_point = _digits(buf, i + 1, hi, w, significant)
         digits += after_point
     if digits == 0:
         return SCORE, 0.0
@@ -147,15 +147,9 @@ def _score(buf, lo, hi, powers):
             exponent = -exponent
     if i != hi:
         return SCORE, 0.0
-    if significant > 15:
+    if significant > 19:
         return -1, 0.0
-    if mantissa == 0:
-        return 0, -0.0 if negative else 0.0
-    scale = exponent - after_point
-    if scale > 22 or scale < -22:
-        return -1, 0.0
-    value = float(mantissa) * powers[scale] if scale >= 0 else float(mantissa) / powers[-scale]
-    return 0, -value if negative else value
+    return 0, nearest_double(w, np.int64(exponent - after_point), negative)
 
 
 @kernel(inline="always")
@@ -273,7 +267,7 @@ def scan(buf, run, rec_line, scores, grades, slow, codes, doc_lo, doc_hi, seg_st
         if (n_tok < 6) if run else (n_tok != 4):
             return n_rec, n_code, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, COLUMNS
         if run:
-            code, value = _score(buf, starts[4], ends[4], _POWERS)
+            code, value = _score(buf, starts[4], ends[4])
             if code > 0:
                 return n_rec, n_code, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, code
             if code < 0:

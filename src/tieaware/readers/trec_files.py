@@ -10,9 +10,9 @@ numbers. Every reader of TREC files uses it: `inputs.read_trec_run` /
 
 Strictness is trec_eval's reading made explicit (see `kernels.trec`): what trec_eval would misread
 (a fractional grade, ``0_4``, NaN, a document twice for a query, a wrong number of columns, bytes that
-are not UTF-8) is an `InputError` naming file:line, the first in the file's order. Scores that the
-kernel does not convert exactly (more than 15 significant digits, large exponents) are converted from
-their text by Python's ``float``, which is correctly rounded as C's ``strtod`` is.
+are not UTF-8) is an `InputError` naming file:line, the first in the file's order. Scores are converted
+correctly rounded, as C's ``strtod`` converts them: in the kernel up to 19 significant digits, from their
+text by Python's ``float`` beyond.
 """
 from __future__ import annotations
 
