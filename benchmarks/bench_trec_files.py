@@ -16,7 +16,8 @@ The numba and ranx caches (and Python's bytecode) are warmed on a small file fir
 turns (each repeat runs every tool once), so a change in the machine's load falls on all of them. Sizes above
 ``--tieaware-only-above`` lines run `tieaware eval` alone. The load average is printed before and after
 each size; ``--markdown PATH`` also writes the tables into PATH's ``bench_trec_files`` section
-(``bench_trec_files_alone`` when every size runs `tieaware eval` alone). Linux
+(``bench_trec_files_alone`` when every size runs `tieaware eval` alone, ``_repr`` added with
+``--scores repr``). Linux
 counts a child's peak RSS from the memory of the process that started it (this script's, ~40 MB), so
 that is the floor of every figure.
 
@@ -99,9 +100,10 @@ print(time.perf_counter() - start)
 READERS = ("read_trec_run into dicts", "the line-by-line reader it replaced")
 
 
-def write_files(folder: Path, lines: int, seed: int = 0) -> tuple[Path, Path]:
-    """run.trec (``lines // 1000`` queries x 1,000 documents, two-decimal scores) and qrels.trec (~5% of
-    the documents judged, grades 0-3), written a query at a time."""
+def write_files(folder: Path, lines: int, seed: int = 0, scores: str = "two-decimals") -> tuple[Path, Path]:
+    """run.trec (``lines // 1000`` queries x 1,000 documents) and qrels.trec (~5% of the documents judged,
+    grades 0-3), written a query at a time. ``scores``: "two-decimals" (bf16-like ties) or "repr" (fp32
+    scores as Python's ``f"{score}"`` writes them, up to 17 significant digits, hardly a tie)."""
     rng = np.random.default_rng(seed)
     run_path, qrels_path = folder / f"run{lines}.trec", folder / f"qrels{lines}.trec"
     ranks = [str(r) for r in range(1, DOCS + 1)]
@@ -109,10 +111,11 @@ def write_files(folder: Path, lines: int, seed: int = 0) -> tuple[Path, Path]:
         for q in range(max(1, lines // DOCS)):
             docs = rng.choice(20 * DOCS, DOCS, replace=False)
             grades = rng.integers(0, 4, DOCS)
-            scores = np.round(0.5 + 0.08 * grades + 0.1 * rng.standard_normal(DOCS), 2)
-            order = np.argsort(-scores, kind="stable")
+            exact = 0.5 + 0.08 * grades + 0.1 * rng.standard_normal(DOCS)
+            values_of = (np.round(exact, 2) if scores == "two-decimals" else exact.astype(np.float32)).astype(float)
+            order = np.argsort(-values_of, kind="stable")
             names = [f"d{d}" for d in docs[order].tolist()]
-            values = [f"{s:.2f}" for s in scores[order].tolist()]
+            values = [f"{s:.2f}" if scores == "two-decimals" else f"{s}" for s in values_of[order].tolist()]
             run.write("".join(f"q{q} Q0 {d} {r} {s} synth\n" for d, r, s in zip(names, ranks, values)))
             judged = rng.random(DOCS) < 0.05
             qrels.write("".join(f"q{q} 0 d{d} {g}\n" for d, g in zip(docs[judged].tolist(), grades[judged].tolist())))
@@ -175,7 +178,7 @@ def load() -> str:
 
 def one_size(lines: int, folder: Path, trec_eval: Path | None, small_run: Path, args) -> str:
     """Run every tool on a file of `lines` lines; print the table and return it as markdown."""
-    qrels, run = write_files(folder, lines)
+    qrels, run = write_files(folder, lines, scores=args.scores)
     size = run.stat().st_size / 2 ** 20
     chosen = tools(trec_eval, lines > args.tieaware_only_above)
     load_before = load()
@@ -187,7 +190,8 @@ def one_size(lines: int, folder: Path, trec_eval: Path | None, small_run: Path, 
     results = {name: (statistics.median(r[0] for r in done), statistics.median(r[1] for r in done))
                for name, done in runs.items()}
     reading = {name: statistics.median(float(r[2]) for r in runs[name]) for name in READERS if name in runs}
-    title = (f"{lines:,} lines ({lines // DOCS:,} queries x {DOCS:,} documents, {size:,.0f} MB), load average "
+    kind = "" if args.scores == "two-decimals" else ", scores as repr writes them"
+    title = (f"{lines:,} lines ({lines // DOCS:,} queries x {DOCS:,} documents{kind}, {size:,.0f} MB), load average "
              f"{load_before} before, {load_after} after")
     print(f"\n{title}")
     base = results.get("trec_eval")
@@ -215,6 +219,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lines", type=int, nargs="+", default=[1_000_000, 3_000_000])
     parser.add_argument("--repeat", type=int, default=3, help="runs per tool and size; the median is printed")
+    parser.add_argument("--scores", choices=["two-decimals", "repr"], default="two-decimals",
+                        help="two-decimal scores (bf16-like ties) or fp32 scores written by Python's repr")
     parser.add_argument("--trec-eval", type=Path, help="a trec_eval binary")
     parser.add_argument("--trec-eval-src", type=Path, help="trec_eval's source folder, built with make")
     parser.add_argument("--tieaware-only-above", type=int, default=20_000_000, metavar="LINES")
@@ -237,15 +243,18 @@ def main() -> None:
         print(f"{_report.cores()} CPUs; median of {args.repeat} runs; metrics {', '.join(METRICS)}")
         tables = [one_size(lines, folder, trec_eval, small_run, args) for lines in args.lines]
     if args.markdown:
-        body = (f"A synthetic run (queries x {DOCS:,} documents, scores with two decimals, so bf16-like ties) and "
-                f"its qrels; each tool in a process of its own on `-m {' -m '.join(METRICS)}`, wall time and peak "
-                f"RSS of the process, median of {args.repeat} runs taken in turns"
-                f"{'; ratios to trec_eval (built from source)' if trec_eval else ''}.\n\n" + "\n".join(tables))
+        scores = ("scores with two decimals, so bf16-like ties" if args.scores == "two-decimals" else
+                  "fp32 scores as Python's repr writes them, up to 17 significant digits")
+        body = (f"A synthetic run (queries x {DOCS:,} documents, {scores}) and its qrels; each tool in a process "
+                f"of its own on `-m {' -m '.join(METRICS)}`, wall time and peak RSS of the process, median of "
+                f"{args.repeat} runs taken in turns{'; ratios to trec_eval (built from source)' if trec_eval else ''}"
+                ".\n\n" + "\n".join(tables))
         alone = all(lines > args.tieaware_only_above for lines in args.lines)  # a section of its own
-        _report.write_section(args.markdown, "bench_trec_files" + ("_alone" if alone else ""),
-                              f"TREC files on the command line{', tieaware eval alone' if alone else ''} "
-                              "(bench_trec_files.py)", body)
-
+        repr_scores = args.scores == "repr"
+        _report.write_section(args.markdown, "bench_trec_files" + ("_alone" if alone else "") +
+                              ("_repr" if repr_scores else ""),
+                              f"TREC files on the command line{', tieaware eval alone' if alone else ''}"
+                              f"{', scores as repr writes them' if repr_scores else ''} (bench_trec_files.py)", body)
 
 if __name__ == "__main__":
     main()
