@@ -20,6 +20,8 @@ HARD = [
     "1e23", "8.98846567431158e307", "0.1", "0.30000000000000004", "-0", "-0.0e5", "0e999999", "1e-400",
     "123456789012345678e-360", "9999999999999999999e-343", "1e309", "9223372036854775807",
     "9999999999999999999", "0.9999999999999999999", "4.35679712e-317", "3.0517578125e-05", "0.000000000000000000000001",
+    "1e-0000001", "1e0000001", "1.5e-000005", "2.5e-0000000000", "1e+0000000000000000000000308",  # padded exponents
+    "1e99999", "1e-99999", "1e100000", "1e-100000", "0.5e000000", "0." + "0" * 400 + "1e400",
     "1.00000000000000011102230246251565404236316680908203125",  # 1 + 2^-53 / 2, halfway with 54 digits
     "1.00000000000000011102230246251565404236316680908203124",
 ]
@@ -47,8 +49,9 @@ def _decimals(rng: random.Random, n: int) -> list[str]:
             out.append(f"{value // 10 ** shift}e{shift}" if value % 10 ** shift == 0 else str(value))
         elif kind == 4:  # 19 digits, every exponent (subnormals, overflow)
             out.append(f"{rng.randrange(10 ** 18, 10 ** 19)}e{rng.randrange(-365, 320)}")
-        elif kind == 5:  # short digits, every exponent
-            out.append(f"{rng.randrange(1, 10 ** rng.randrange(1, 20))}e{rng.randrange(-365, 330)}")
+        elif kind == 5:  # short digits, every exponent, some zero-padded
+            exponent = f"{rng.randrange(-365, 330):0{rng.randrange(8)}d}"
+            out.append(f"{rng.randrange(1, 10 ** rng.randrange(1, 20))}e{exponent}")
         elif kind == 6:  # a point anywhere, a sign, an exponent
             digits = str(rng.randrange(0, 10 ** rng.randrange(1, 20)))
             at = rng.randrange(0, len(digits) + 1)
@@ -113,6 +116,10 @@ def test_up_to_19_significant_digits_are_converted_in_the_scan(tmp_path, monkeyp
     assert parsed == slow
 
 
+#: rows of fast_float's table of powers of five, as its authors print it
+PUBLISHED = {-342: (0xeef453d6923bd65a, 0x113faa2906a13b3f), -28: (0xfd87b5f28300ca0d, 0x8bca9d6e188853fc)}
+
+
 def test_the_powers_of_five_are_their_leading_128_bits():
     """Each row is 5^q scaled into [2^127, 2^128): truncated for q >= 0; for q < 0 within 2^-126 of it
     (relative), and above it from 5^-27 on."""
@@ -121,6 +128,8 @@ def test_the_powers_of_five_are_their_leading_128_bits():
         high, low = (int(word) for word in POWERS_OF_FIVE[q - SMALLEST_Q])
         value = (high << 64) | low
         assert 2 ** 127 <= value < 2 ** 128
+        if q in PUBLISHED:
+            assert (high, low) == PUBLISHED[q]
         if q >= 0:
             exact = 5 ** q
             excess = exact.bit_length() - 128

@@ -7,9 +7,9 @@ fields after the sixth are ignored), a qrels line exactly 4.
 
 A score is the text C's ``strtod`` and Python's ``float`` both read whole and the same way:
 ``[+-]? (digits [. digits?] | . digits) ([eE] [+-]? digits)?`` or ``[+-]? (inf | infinity)`` in any case;
-``nan`` is an error. Scores with at most 19 significant digits (all that Python's ``repr`` writes, and
-every fixed-point format) are converted here, correctly rounded as strtod rounds them
-(`binary64.nearest_double`); longer ones are flagged for the caller to convert from their text with a
+``nan`` is an error. Scores with at most 19 significant digits (all that Python's ``repr`` writes) and an
+exponent of at most 5 digits are converted here, correctly rounded as strtod rounds them
+(`binary64.nearest_double`); others are flagged for the caller to convert from their text with a
 correctly rounded routine.
 A grade is ``[+-]? digits [. 0*]`` (``2``, ``+2``, ``2.0``) of at most 18 digits.
 """
@@ -127,27 +127,28 @@ def _score(buf, lo, hi):
     if digits == 0:
         return SCORE, 0.0
     exponent = 0
+    exponent_digits = 0  # past its leading zeros
     if i < hi and (buf[i] == 101 or buf[i] == 69):  # e E
         i += 1
         exponent_negative = False
         if i < hi and (buf[i] == 43 or buf[i] == 45):
             exponent_negative = buf[i] == 45
             i += 1
-        exponent_digits = 0
+        start = i
+        while i < hi and buf[i] == 48:
+            i += 1
         while i < hi and 48 <= buf[i] <= 57:
             if exponent_digits < 6:
                 exponent = exponent * 10 + (buf[i] - 48)
             exponent_digits += 1
             i += 1
-        if exponent_digits == 0:
+        if i == start:
             return SCORE, 0.0
-        if exponent_digits > 5:
-            exponent = 1_000_000
         if exponent_negative:
             exponent = -exponent
     if i != hi:
         return SCORE, 0.0
-    if significant > 19:
+    if significant > 19 or exponent_digits > 5:  # Python's float decides
         return -1, 0.0
     return 0, nearest_double(w, np.int64(exponent - after_point), negative)
 
