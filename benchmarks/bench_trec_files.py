@@ -256,5 +256,6 @@ def main() -> None:
                               f"TREC files on the command line{', tieaware eval alone' if alone else ''}"
                               f"{', scores as repr writes them' if repr_scores else ''} (bench_trec_files.py)", body)
 
+
 if __name__ == "__main__":
     main()

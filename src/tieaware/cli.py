@@ -867,7 +867,8 @@ def run() -> int:
     out of the garbage collector (``gc.freeze``), as the process ends next. At exit CPython collects
     several times over every object left (numba's types and dispatchers among them) only to free memory
     the system takes back anyway; finalizers of objects outside reference cycles and ``atexit``
-    handlers still run, and the output is flushed as usual."""
+    handlers still run, and the output is flushed as usual. An object in a cycle is not finalized:
+    a command closes what it writes itself (``with``), as every one does."""
     code = main()
     gc.freeze()
     return code
