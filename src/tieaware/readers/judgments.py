@@ -36,7 +36,7 @@ def best_first(offsets: np.ndarray, lo: np.ndarray, hi: np.ndarray, grades: np.n
     """Each query's judgments (CSR by offsets: id bounds lo, hi and grades) reordered by grade,
     descending. The group kernels find judged ids through a hash table, in any order; the grades
     then come out of the read in the order R, N and the ideal DCG read them."""
-    order = argsort_segments(-grades, offsets)
+    order = argsort_segments(np.negative(grades, dtype=np.float64), offsets)  # float keys: one compiled sort
     return lo[order], hi[order], grades[order]
 
 
@@ -103,8 +103,7 @@ class QrelsColumns(Mapping):
         self.offsets = offsets
         self.codes = codes
         self.codes.setflags(write=False)  # as the dict reader's: read_chunk compiles for one layout
-        self.lo, self.hi, self._int_grades = lo, hi, grades
-        self.grades = grades.astype(np.float64)
+        self.lo, self.hi, self.grades = lo, hi, grades
 
     def for_queries(self, query_ids: list) -> JudgmentChunk:
         """The judgments of `query_ids` (each a query of these qrels), in that order."""
@@ -113,13 +112,14 @@ class QrelsColumns(Mapping):
         local = np.zeros(len(query_ids) + 1, np.int64)
         np.cumsum(counts, out=local[1:])
         picked = np.repeat(self.offsets[rows] - local[:-1], counts) + np.arange(int(local[-1]))
-        return JudgmentChunk(local, self.codes, self.lo[picked], self.hi[picked], self.grades[picked])
+        return JudgmentChunk(local, self.codes, self.lo[picked], self.hi[picked],
+                             self.grades[picked].astype(np.float64))  # the kernels' gains
 
     def __getitem__(self, qid) -> dict:
         k = self._row[qid]
         a, b = int(self.offsets[k]), int(self.offsets[k + 1])
         return {self._text[lo:hi]: grade for lo, hi, grade in
-                zip(self.lo[a:b].tolist(), self.hi[a:b].tolist(), self._int_grades[a:b].tolist())}
+                zip(self.lo[a:b].tolist(), self.hi[a:b].tolist(), self.grades[a:b].tolist())}
 
     def to_dict(self) -> dict:
         """``{qid: {docid: grade}}``, new dicts."""

@@ -30,8 +30,8 @@ import numpy as np
 from .. import threads
 from ..errors import InputError
 from ..kernels import trec as kernel
-from ..kernels.groups import SEED, argsort_segments
-from .judgments import QrelsColumns
+from ..kernels.groups import SEED
+from .judgments import QrelsColumns, best_first
 from .raw_files import DECOMPRESSION_ERRORS, STDIN, checked_path, open_binary
 
 #: bytes read per block (whole lines; a longer line makes a longer block)
@@ -457,11 +457,7 @@ def _qrels_of_blocks(source: TrecFile, kept: list[Block]) -> QrelsColumns | dict
     if error is not None:
         raise error
     del lines
-    keys = grades.astype(np.float64)
-    order = argsort_segments(np.negative(keys, out=keys), offsets)  # each query best first, ties in file order
-    del keys
-    lo, hi, grades = lo[order], hi[order], grades[order]  # each old array freed in turn
-    return QrelsColumns(query_ids, offsets, codes, lo, hi, grades)
+    return QrelsColumns(query_ids, offsets, codes, *best_first(offsets, lo, hi, grades))
 
 
 def _drain(kept: list[Block]) -> tuple[np.ndarray, ...]:
