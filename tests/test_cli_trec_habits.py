@@ -61,8 +61,8 @@ def test_options_before_the_files(capsys, tiny):
 def test_bare_stream_before_the_files_does_not_swallow_the_qrels(monkeypatch, capsys, tiny, where, expected):
     seen = []
     real = cli._evaluate_file
-    monkeypatch.setattr(cli, "_evaluate_file", lambda qrels, path, metrics, args, *reader: (
-        seen.append((args.qrels, args.runs, args.stream)), real(qrels, path, metrics, args, *reader))[1])
+    monkeypatch.setattr(cli, "_evaluate_file", lambda qrels, path, form, metrics, args, *reader: (
+        seen.append((args.qrels, args.runs, args.stream)), real(qrels, path, form, metrics, args, *reader))[1])
     assert main(["eval", "-m", "P.1", *where, *tiny]) == 0
     assert seen == [(tiny[0], [tiny[1]], expected)]
     assert cli._bare_flags(["eval", "--stream", "q", "--", "--stream"]) == ["eval", "q", "--stream", "--", "--stream"]

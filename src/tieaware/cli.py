@@ -338,18 +338,23 @@ def _run_read_early(args):
         return None
 
 
-def _evaluate_file(qrels, path, metrics: list, args, reader=None) -> tuple:
-    """(report, run tag or None) of one run file evaluated as trec_eval evaluates it: queries without qrels
-    dropped with a warning, ``-M`` applied; qrels queries the run lacks are an error without ``-c``
-    (trec_eval 10 stops too). A TREC run file is read once, chunk by chunk of whole queries
-    (`streaming.evaluate_file`; ``--stream N``: N queries a chunk), so memory grows with the chunk, not the
-    run; with ``-M``, and JSON, Parquet or LZ4 runs, the run is read in memory."""
-    from .evaluation import evaluate
-    from .inputs import FORMAT_NAMES, file_format, load_run, without_identical_ids
+def _read_in_memory(form: str, args) -> bool:
+    """Whether `_evaluate_file` reads a run file of format ``form`` in memory rather than chunk by chunk."""
+    return args.max_docs is not None or form != "trec"
 
-    form = file_format(path)
+
+def _evaluate_file(qrels, path, form: str, metrics: list, args, reader=None) -> tuple:
+    """(report, run tag or None) of one run file (of `inputs.file_format` ``form``) evaluated as trec_eval
+    evaluates it: queries without qrels dropped with a warning, ``-M`` applied; qrels queries the run lacks
+    are an error without ``-c`` (trec_eval 10 stops too). A TREC run file is read once, chunk by chunk of
+    whole queries (`streaming.evaluate_file`; ``--stream N``: N queries a chunk), so memory grows with the
+    chunk, not the run; with ``-M``, and JSON, Parquet or LZ4 runs, the run is read in memory (``qrels``
+    then a dict, `_read_in_memory`)."""
+    from .evaluation import evaluate
+    from .inputs import FORMAT_NAMES, load_run, without_identical_ids
+
     trec = form == "trec"
-    if args.max_docs is None and trec:
+    if not _read_in_memory(form, args):
         from .streaming import evaluate_file
 
         try:
@@ -369,7 +374,6 @@ def _evaluate_file(qrels, path, metrics: list, args, reader=None) -> tuple:
         if streamed.extra:
             _warn_no_qrels("eval", path, streamed.extra, streamed.run_queries)
         return report, streamed.run_tag
-    qrels = qrels if isinstance(qrels, dict) else qrels.to_dict()
     if args.stream and args.max_docs is not None:
         raise InputError("-M reads each run in memory: drop --stream (or cut the run file first).")
     if args.stream:
@@ -397,16 +401,20 @@ def _evaluate_file(qrels, path, metrics: list, args, reader=None) -> tuple:
 
 def _evaluate_runs(args, metrics: list, reader) -> tuple[dict, dict]:
     """({run name: report}, {run name: runid}) of the runs of ``args`` (``reader``: `_run_read_early`)."""
+    from .inputs import file_format
     from .streaming import qrels_of
 
-    qrels = qrels_of(args.qrels)  # a TREC file as columns, read into dicts only for a run read in memory
+    qrels = qrels_of(args.qrels)  # a TREC qrels file as columns
     reports, runids = {}, {}
     named: Iterable[tuple[str, str]] = list(zip(_run_names(args.runs), args.runs))
     if sys.stderr.isatty():  # tqdm is imported only where its bar can show
         named = progress(named, unit="run", desc="evaluating", delay=1.0, leave=False)
     for name, path in named:
         try:
-            report, tag = _evaluate_file(qrels, path, metrics, args, reader)
+            form = file_format(path)
+            if _read_in_memory(form, args) and not isinstance(qrels, dict):
+                qrels = qrels.to_dict()  # once: the runs after this one take the dicts too
+            report, tag = _evaluate_file(qrels, path, form, metrics, args, reader)
         except QueryMismatchError as exc:
             cli_error = QueryMismatchError(exc.missing, exc.extra, remedy="pass -c (--make-comparable)")
             raise InputError(f"run {path}: {cli_error}") from None

@@ -142,3 +142,17 @@ def test_a_repeat_in_a_query_that_comes_back_is_named_before_a_later_one(tmp_pat
     if kind == "qrels":
         with pytest.raises(InputError, match=r"qrels:3: document 'a' appears twice for query 'q1'"):
             read_qrels_columns(path)
+
+
+def test_column_qrels_become_dicts_once_for_runs_read_in_memory(tmp_path, monkeypatch, capsys):
+    """-M reads each run in memory, on qrels dicts: a TREC qrels file read as columns is turned into
+    dicts once for all the runs, not once a run."""
+    converted = []
+    to_dict = QrelsColumns.to_dict
+    monkeypatch.setattr(QrelsColumns, "to_dict", lambda self: converted.append(1) or to_dict(self))
+    run, again = DATA / "trec_eval" / "results.test.gz", tmp_path / "again.gz"
+    again.write_bytes(run.read_bytes())
+    qrels = str(DATA / "trec_eval" / "qrels.test.gz")
+    assert main(["eval", qrels, str(run), str(again), "-M", "100", "-m", "map", "-o", "tsv"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3  # a header and a row a run
+    assert converted == [1]
