@@ -98,6 +98,10 @@ print(time.perf_counter() - start)
 
 
 READERS = ("read_trec_run into dicts", "the line-by-line reader it replaced")
+#: score formats: (how the docs describe the run's scores, the tables' label, its docs section's suffix)
+SCORES = {"two-decimals": ("scores with two decimals, so bf16-like ties", "", ""),
+          "repr": ("fp32 scores as Python's repr writes them, up to 17 significant digits",
+                   ", scores as repr writes them", "_repr")}
 
 
 def write_files(folder: Path, lines: int, seed: int = 0, scores: str = "two-decimals") -> tuple[Path, Path]:
@@ -112,10 +116,11 @@ def write_files(folder: Path, lines: int, seed: int = 0, scores: str = "two-deci
             docs = rng.choice(20 * DOCS, DOCS, replace=False)
             grades = rng.integers(0, 4, DOCS)
             exact = 0.5 + 0.08 * grades + 0.1 * rng.standard_normal(DOCS)
-            values_of = (np.round(exact, 2) if scores == "two-decimals" else exact.astype(np.float32)).astype(float)
-            order = np.argsort(-values_of, kind="stable")
+            two_decimals = scores == "two-decimals"
+            written = np.round(exact, 2) if two_decimals else exact.astype(np.float32).astype(np.float64)
+            order = np.argsort(-written, kind="stable")
             names = [f"d{d}" for d in docs[order].tolist()]
-            values = [f"{s:.2f}" if scores == "two-decimals" else f"{s}" for s in values_of[order].tolist()]
+            values = [f"{s:.2f}" if two_decimals else f"{s}" for s in written[order].tolist()]
             run.write("".join(f"q{q} Q0 {d} {r} {s} synth\n" for d, r, s in zip(names, ranks, values)))
             judged = rng.random(DOCS) < 0.05
             qrels.write("".join(f"q{q} 0 d{d} {g}\n" for d, g in zip(docs[judged].tolist(), grades[judged].tolist())))
@@ -190,8 +195,8 @@ def one_size(lines: int, folder: Path, trec_eval: Path | None, small_run: Path, 
     results = {name: (statistics.median(r[0] for r in done), statistics.median(r[1] for r in done))
                for name, done in runs.items()}
     reading = {name: statistics.median(float(r[2]) for r in runs[name]) for name in READERS if name in runs}
-    kind = "" if args.scores == "two-decimals" else ", scores as repr writes them"
-    title = (f"{lines:,} lines ({lines // DOCS:,} queries x {DOCS:,} documents{kind}, {size:,.0f} MB), load average "
+    title = (f"{lines:,} lines ({lines // DOCS:,} queries x {DOCS:,} documents{SCORES[args.scores][1]}, "
+             f"{size:,.0f} MB), load average "
              f"{load_before} before, {load_after} after")
     print(f"\n{title}")
     base = results.get("trec_eval")
@@ -219,7 +224,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lines", type=int, nargs="+", default=[1_000_000, 3_000_000])
     parser.add_argument("--repeat", type=int, default=3, help="runs per tool and size; the median is printed")
-    parser.add_argument("--scores", choices=["two-decimals", "repr"], default="two-decimals",
+    parser.add_argument("--scores", choices=list(SCORES), default="two-decimals",
                         help="two-decimal scores (bf16-like ties) or fp32 scores written by Python's repr")
     parser.add_argument("--trec-eval", type=Path, help="a trec_eval binary")
     parser.add_argument("--trec-eval-src", type=Path, help="trec_eval's source folder, built with make")
@@ -243,18 +248,15 @@ def main() -> None:
         print(f"{_report.cores()} CPUs; median of {args.repeat} runs; metrics {', '.join(METRICS)}")
         tables = [one_size(lines, folder, trec_eval, small_run, args) for lines in args.lines]
     if args.markdown:
-        scores = ("scores with two decimals, so bf16-like ties" if args.scores == "two-decimals" else
-                  "fp32 scores as Python's repr writes them, up to 17 significant digits")
-        body = (f"A synthetic run (queries x {DOCS:,} documents, {scores}) and its qrels; each tool in a process "
+        described, label, suffix = SCORES[args.scores]
+        body = (f"A synthetic run (queries x {DOCS:,} documents, {described}) and its qrels; each tool in a process "
                 f"of its own on `-m {' -m '.join(METRICS)}`, wall time and peak RSS of the process, median of "
                 f"{args.repeat} runs taken in turns{'; ratios to trec_eval (built from source)' if trec_eval else ''}"
                 ".\n\n" + "\n".join(tables))
         alone = all(lines > args.tieaware_only_above for lines in args.lines)  # a section of its own
-        repr_scores = args.scores == "repr"
-        _report.write_section(args.markdown, "bench_trec_files" + ("_alone" if alone else "") +
-                              ("_repr" if repr_scores else ""),
-                              f"TREC files on the command line{', tieaware eval alone' if alone else ''}"
-                              f"{', scores as repr writes them' if repr_scores else ''} (bench_trec_files.py)", body)
+        _report.write_section(args.markdown, "bench_trec_files" + ("_alone" if alone else "") + suffix,
+                              f"TREC files on the command line{', tieaware eval alone' if alone else ''}{label} "
+                              "(bench_trec_files.py)", body)
 
 
 if __name__ == "__main__":
