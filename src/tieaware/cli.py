@@ -440,9 +440,6 @@ def cmd_eval(args) -> int:
         raise InputError("--per-query-out takes one run (write one table per run, then `tieaware merge` them).")
     check_outputs([args.per_query_out], [args.qrels, *args.runs])
     _one_stdin(args.qrels, args.runs)
-    from .kernels.numba_compat import load_numba_arrays_without_scipy
-
-    load_numba_arrays_without_scipy()
     reader = _run_read_early(args)
     try:
         reports, runids = _evaluate_runs(args, metrics, reader)

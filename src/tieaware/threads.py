@@ -22,8 +22,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from numba import config
-
 _LIMIT: ContextVar[int] = ContextVar("tieaware_threads", default=0)
 
 
@@ -40,15 +38,8 @@ def limited(threads: int) -> Iterator[None]:
 def n_threads() -> int:
     """CPUs this process may use, at most ``NUMBA_NUM_THREADS``, or the `limited` number."""
     available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    limit = _LIMIT.get() or int(config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]  # set at run time
+    limit = _LIMIT.get() or int(os.environ.get("NUMBA_NUM_THREADS") or 0) or int(available or 1)
     return max(1, min(int(available or 1), limit))
-
-
-def compiled_here(kernel, args: tuple) -> None:
-    """Compile `kernel` for `args`, or load it from the disk cache, on the calling thread. numba does
-    it on the first call, in whichever thread makes it; code loaded on a worker thread lives in that
-    thread's malloc arena instead of the main heap, which raises peak memory."""
-    kernel.compile(tuple(map(kernel.typeof_pyval, args)))
 
 
 def submit_started(pool: ThreadPoolExecutor, kernel, args: tuple) -> Future:
@@ -78,8 +69,8 @@ def pipelined(kernel, calls: Iterable[tuple], workers: int) -> Iterator:
     One handover rule: the arguments of call i + `workers` are prepared while calls i .. i + `workers`
     - 1 run, and call i's result is yielded (and handled by the caller) before call i + `workers` is
     started, so a caller may give call i + `workers` the scratch of call i, and memory holds at most
-    `workers` + 1 chunks. The kernel is compiled for the first arguments on this thread
-    (`compiled_here`)."""
+    `workers` + 1 chunks. The kernel is made ready for the first arguments on this thread
+    (`tieaware.kernels.backend.Kernel.prepare`)."""
     if workers <= 0:
         for args in calls:
             yield kernel(*args)
@@ -88,7 +79,7 @@ def pipelined(kernel, calls: Iterable[tuple], workers: int) -> Iterator:
         pending: deque[Future] = deque()
         for i, args in enumerate(calls):
             if i == 0:
-                compiled_here(kernel, args)
+                kernel.prepare(*args)
             if len(pending) == workers:
                 yield pending.popleft().result()
             pending.append(submit_started(pool, kernel, args))

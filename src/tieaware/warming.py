@@ -1,15 +1,17 @@
-"""`warmup`: compile every tieaware kernel once into numba's on-disk cache (module `warming`, so
-that it does not shadow the function `tieaware.warmup`).
+"""`warmup`: compile once into numba's on-disk cache every kernel that numba's JIT serves (module
+`warming`, so that it does not shadow the function `tieaware.warmup`).
 
-The first `tieaware.evaluate` on a machine compiles the numba kernels it needs
-(a few seconds) and caches them on disk; later processes load them (well under a
-second). A CI image or a container can pay that once at build time with
-``tieaware warmup`` (or ``python -c "import tieaware; tieaware.warmup()"``), run
-as the user and with the ``NUMBA_CACHE_DIR`` the tests will have.
+The kernels of the everyday paths ship compiled with the package (`tieaware.kernels.backend`);
+the others (the readers of ranx ``Run``/``Qrels`` objects, `tieaware.readers.typed_dicts`, and
+every kernel where the package was installed without its compiled module or with
+``TIEAWARE_JIT=1``) compile on their first use and are cached on disk for later processes.
+A CI image or a container can pay that once at build time with ``tieaware warmup`` (or
+``python -c "import tieaware; tieaware.warmup()"``), run as the user and with the
+``NUMBA_CACHE_DIR`` the tests will have.
 
-Readers of ranx ``Run``/``Qrels`` objects (`tieaware.readers.typed_dicts`) are left out:
-numba specialises them on the width of each run's document ids, so they compile
-on first use with the real data.
+numba specialises the ranx readers on the width of the document ids (numpy ``<U`` strings inside
+ranx's typed dicts): the warmup reads ranx objects whose ids are 1 to 64 characters long; a
+collection with longer ids compiles its own on first use.
 """
 from __future__ import annotations
 
@@ -33,34 +35,37 @@ _RUN = {"q1": {"d6": 1.0, "d1": 0.5, "d2": 0.5, "d3": 0.5, "d4": 0.25, "d5": 0.2
         "q2": {"d1": 0.75, "d2": 0.75, "d3": 0.75, "d4": 0.75}, "q3": {"d1": 0.9, "d2": 0.8}}
 
 
-def _dispatchers() -> list[Any]:
-    """Every jitted function of `tieaware.kernels`."""
-    from .kernels.numba_compat import Dispatcher
+def kernels() -> list[Any]:
+    """Every kernel (`tieaware.kernels.backend.Kernel`) of `tieaware.kernels` and of the ranx readers."""
+    from .kernels.backend import Kernel
 
-    kernels = import_module("tieaware.kernels")
+    package = import_module("tieaware.kernels")
+    names = [info.name for info in pkgutil.walk_packages(package.__path__, "tieaware.kernels.")
+             if info.name.rsplit(".", 1)[-1] not in ("intrinsics", "jit", "ahead_of_time", "_compiled")]
     found: list[Any] = []
-    for info in pkgutil.walk_packages(kernels.__path__, "tieaware.kernels."):
-        module = import_module(info.name)
+    for name in [*names, "tieaware.readers.typed_dicts"]:
+        module = import_module(name)
         found += [obj for obj in vars(module).values()
-                  if isinstance(obj, Dispatcher) and obj.py_func.__module__ == module.__name__]
+                  if isinstance(obj, Kernel) and obj.py_func.__module__ == module.__name__]
     return found
 
 
-def _cache_dir(dispatchers: list[Any]) -> str | None:
+def _cache_dir(jitted: list[Any]) -> str | None:
     """NUMBA_CACHE_DIR when set, else where numba put the first kernel's cache (next to the sources,
-    or a user-wide folder when those are read-only)."""
+    or a user-wide folder when those are read-only); None when no kernel was jitted."""
+    if not jitted:
+        return None
     from numba import config
 
     cache_dir: str = config.CACHE_DIR  # type: ignore[attr-defined]  # numba.config sets it at run time
-    if cache_dir:
-        return cache_dir
-    return str(dispatchers[0].stats.cache_path) if dispatchers else None
+    return cache_dir or str(jitted[0].stats.cache_path)
 
 
-def _cache_counts(dispatchers: list[Any]) -> tuple[int, int]:
-    """(signatures compiled, signatures loaded from the cache) so far."""
-    compiled = sum(sum(d.stats.cache_misses.values()) for d in dispatchers)
-    loaded = sum(sum(d.stats.cache_hits.values()) for d in dispatchers)
+def _cache_counts(found: list[Any]) -> tuple[int, int]:
+    """(signatures compiled, signatures loaded from the cache) so far, over the jitted kernels."""
+    jitted = [k.dispatcher for k in found if k.dispatcher is not None]
+    compiled = sum(sum(d.stats.cache_misses.values()) for d in jitted)
+    loaded = sum(sum(d.stats.cache_hits.values()) for d in jitted)
     return compiled, loaded
 
 
@@ -76,12 +81,26 @@ def _read_a_trec_file() -> None:
         evaluate({"q1": {"d1": 1}}, path, "P@1", stream=True)
 
 
+def _read_ranx_objects() -> None:
+    """Evaluate ranx Qrels and Runs whose document ids are 1 to 64 characters long (see the module)."""
+    from ranx import Qrels, Run
+
+    from .evaluation import evaluate
+
+    for width in (1, 2, 4, 8, 16, 32, 64):
+        doc = "d" * width
+        evaluate(Qrels({"q1": {doc: 1}}), Run({"q1": {doc: 0.5}}), "P@1")
+
+
 def warmup(verbose: bool = True, file: TextIO | None = None) -> dict[str, Any]:
-    """Compile, or load from numba's cache, every kernel `evaluate` and `census` use.
+    """Compile, or load from numba's cache, every kernel that `evaluate`, `census` and ``tieaware eval``
+    run through numba's JIT (`tieaware.kernels.backend`): where the package has its compiled kernels,
+    the ranx readers only.
 
     Evaluates one metric of every family (`tieaware.registry.Family.warmup`) on a tiny synthetic
-    qrels/run with each oblivious order (trec_eval, ranx, input, ir_measures), a tie census and a
-    TREC run file read (as ``tieaware eval``); prints each step and its time.
+    qrels/run with each oblivious order (trec_eval, ranx, input, ir_measures), a tie census, a
+    TREC run file read (as ``tieaware eval``) and ranx ``Qrels``/``Run`` objects with document ids
+    of 1 to 64 characters; prints each step and its time.
 
     Args:
         verbose: print the steps, default True.
@@ -89,14 +108,15 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict[str, Any]:
 
     Returns:
         ``{"steps": {step: seconds}, "seconds": total, "compiled": n, "loaded": n,
-        "cache_dir": NUMBA_CACHE_DIR, or where numba caches the kernels}``: ``compiled``
-        counts the jitted functions (kernels and the helpers they call) compiled, and
-        written to the cache, by this call; ``loaded`` the kernels read from the cache.
+        "cache_dir": NUMBA_CACHE_DIR, or where numba caches the kernels (None: none jitted),
+        "ahead_of_time": why the compiled kernels do not serve, "" when they do}``: ``compiled``
+        counts the signatures of kernels compiled, and written to the cache, by this call;
+        ``loaded`` those read from the cache.
 
     Examples:
         >>> summary = warmup(verbose=False)
         >>> sorted(summary)
-        ['cache_dir', 'compiled', 'loaded', 'seconds', 'steps']
+        ['ahead_of_time', 'cache_dir', 'compiled', 'loaded', 'seconds', 'steps']
     """
     start = time.perf_counter()
     steps: dict[str, float] = {}
@@ -112,14 +132,18 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict[str, Any]:
         if file is not None:
             print(f"  {steps[label]:6.2f} s  {label}", file=file, flush=True)
 
+    from .kernels.backend import COMPILED_NOTE
+
     if file is not None:
-        print("tieaware warmup: compiling the numba kernels into numba's cache", file=file, flush=True)
+        served = COMPILED_NOTE or "the kernels of the everyday paths are compiled ahead of time"
+        print(f"tieaware warmup: compiling into numba's cache the kernels its JIT serves ({served})",
+              file=file, flush=True)
     modules: dict[str, Any] = {}
-    step("import numba and the kernels", lambda: modules.update(
+    step("import the kernels", lambda: modules.update(
         evaluation=import_module("tieaware.evaluation"), tie_census=import_module("tieaware.tie_census"),
         pairs=import_module("tieaware.readers.pairs")))
-    dispatchers = _dispatchers()
-    before = _cache_counts(dispatchers)
+    found = kernels()
+    before = _cache_counts(found)
     evaluate = modules["evaluation"].evaluate
     step("tie groups, trec_eval's tie order",
          lambda: modules["pairs"].ranked_lists(_QRELS, _RUN).tool_rank("trec_eval"))
@@ -133,9 +157,12 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict[str, Any]:
     step("ir_measures' tie orders", lambda: evaluate(_QRELS, _RUN, ["RR@2", "nDCG@3"], oblivious="ir_measures"))
     step("tie census", lambda: modules["tie_census"].census(_RUN, ks=(1, 2, 10)))
     step("TREC file reader", _read_a_trec_file)
-    after = _cache_counts(dispatchers)
+    step("ranx Qrels and Run readers", _read_ranx_objects)
+    after = _cache_counts(found)
+    jitted = [k.dispatcher for k in found if k.dispatcher is not None]
     summary: dict[str, Any] = {"steps": steps, "seconds": time.perf_counter() - start, "compiled": after[0] - before[0],
-               "loaded": after[1] - before[1], "cache_dir": _cache_dir(dispatchers)}
+                               "loaded": after[1] - before[1], "cache_dir": _cache_dir(jitted),
+                               "ahead_of_time": COMPILED_NOTE}
     if file is not None:
         print(f"done in {summary['seconds']:.2f} s: {summary['compiled']} functions compiled and cached, "
               f"{summary['loaded']} loaded from the cache\n  cache: {summary['cache_dir']}", file=file, flush=True)

@@ -6,33 +6,54 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
-from numba.core.dispatcher import Dispatcher
 
-from tieaware.kernels.disk_cache import VerifiedCacheFile, VerifiedFunctionCache, kernel_sources_stamp
+from tieaware.kernels import backend
+from tieaware.kernels.disk_cache import VerifiedCacheFile, VerifiedFunctionCache
 
 
 def test_every_kernel_uses_the_verified_cache():
     from tieaware.readers import typed_dicts
-    from tieaware.warming import _dispatchers
+    from tieaware.warming import kernels
 
-    found = _dispatchers() + [obj for obj in vars(typed_dicts).values()
-                              if isinstance(obj, Dispatcher) and obj.py_func.__module__ == typed_dicts.__name__]
-    assert len(found) > 30
-    assert [d.py_func.__qualname__ for d in found if not isinstance(d._cache, VerifiedFunctionCache)] == []
+    found = kernels()
+    assert len(found) > 30 and typed_dicts.group_chunk in found
+    assert [k.qualified for k in found if not isinstance(k.jitted()._cache, VerifiedFunctionCache)] == []
 
 
-def test_a_kernel_cache_is_stamped_with_every_kernel_module():
+def test_a_kernel_cache_is_stamped_with_the_contents_of_every_kernel_module():
     """`typed_dicts.group_chunk` inlines `kernels.groups.query_groups`: an edit of groups.py (or an
     update that changes it) must make its cached code stale, which numba's stamp of the function's
     own file alone does not."""
     from tieaware.readers import typed_dicts
 
-    names = {name for name, _, _ in kernel_sources_stamp()}
-    assert {"groups.py", "disk_cache.py", os.path.join("families", "dcg.py")} <= names
-    cache = typed_dicts.group_chunk._cache
-    assert cache._cache_file._source_stamp == (cache._impl.locator.get_source_stamp(), kernel_sources_stamp())
+    cache = typed_dicts.group_chunk.jitted()._cache
+    assert cache._cache_file._source_stamp == (cache._impl.locator.get_source_stamp(), backend.sources_digest())
+
+
+def test_the_sources_digest_follows_contents_not_times(tmp_path):
+    """A reinstall gives the files new times and the same contents: the disk cache and the compiled
+    module still serve. Any change of a kernel's source changes the digest; the modules that only
+    compile and serve kernels (`backend.MACHINERY`) do not."""
+    import shutil
+
+    root = tmp_path / "kernels"
+    shutil.copytree(Path(backend.__file__).parent, root, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    first = backend.sources_digest(root)
+    assert first == backend.sources_digest()
+    groups = root / "groups.py"
+    os.utime(groups, (0, 0))
+    assert backend.sources_digest.__wrapped__(root) == first
+    groups.write_text(groups.read_text() + "\n# edited\n")
+    assert backend.sources_digest.__wrapped__(root) != first
+    groups.write_text(groups.read_text().removesuffix("\n# edited\n"))
+    (root / "backend.py").write_text((root / "backend.py").read_text() + "\n# edited\n")
+    (root / "families" / "dcg.py").write_text((root / "families" / "dcg.py").read_text())
+    assert backend.sources_digest.__wrapped__(root) == first
+    (root / "families" / "dcg.py").write_text((root / "families" / "dcg.py").read_text() + " ")
+    assert backend.sources_digest.__wrapped__(root) != first
 
 
 def _cache_file(tmp_path, stamp=(1.0, 10)):
@@ -97,7 +118,7 @@ def test_kernel_decorator_compiles_caches_and_loads(tmp_path):
     """))
     code = ("import json, numpy as np, toy_kernels as t\n"
             "out = [int(t.width(np.array(['x' * w], dtype=f'<U{w}'))) for w in (1, 2, 3)] + [t.twice(4)]\n"
-            "hits = sum(t.width.stats.cache_hits.values())\n"
+            "hits = sum(t.width.dispatcher.stats.cache_hits.values())\n"
             "print(json.dumps([out, hits]))")
     env = {**os.environ, "PYTHONPATH": str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""),
            "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
@@ -145,7 +166,7 @@ _CHILD = textwrap.dedent("""
         out[width] = max(float(np.max(np.abs((got[m].per_query - want[m].per_query).to_numpy())))
                          for m in METRICS)
     from tieaware.readers import typed_dicts
-    print(json.dumps([out, sum(sum(k.stats.cache_misses.values()) for k in (typed_dicts.run_chunk,
+    print(json.dumps([out, sum(sum(k.dispatcher.stats.cache_misses.values()) for k in (typed_dicts.run_chunk,
                                                                           typed_dicts.group_chunk))]))
 """)
 

@@ -420,16 +420,19 @@ def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers(tmp_path):
         import ranx, tieaware
         from numba import typeof
         from tieaware.readers import typed_dicts
-        from tieaware.warming import _dispatchers
+        from tieaware.warming import kernels as found
+
+        def signatures():
+            return {kernel: len(kernel.dispatcher.signatures) if kernel.dispatcher else 0 for kernel in found()}
 
         qrels = ranx.Qrels({"q1": {"d1": 1, "d3": 0}})
         tieaware.evaluate(qrels, ranx.Run({"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.25}}), "ndcg@2")
-        kernels = {kernel: len(kernel.signatures) for kernel in _dispatchers()}
+        kernels = signatures()
         wide = ranx.Run({"q1": {"d1": 0.5, "d" + "x" * 40 + "y": 0.5, "d3": 0.25}})
         tieaware.evaluate(qrels, wide, "ndcg@2")
         tieaware.evaluate(ranx.Qrels({"q1": {"d1": 1, "d" + "z" * 30: 0}}), wide, "ndcg@2")
-        assert [typeof(wide.run)] == [signature[0] for signature in typed_dicts.run_chunk.signatures][1:]
-        after = {kernel: len(kernel.signatures) for kernel in _dispatchers()}
+        assert [typeof(wide.run)] == [signature[0] for signature in typed_dicts.run_chunk.dispatcher.signatures][1:]
+        after = signatures()
         assert after == kernels, {kernel.py_func.__qualname__: n for kernel, n in after.items() if n != kernels[kernel]}
     """
     subprocess.run([sys.executable, "-c", code], check=True, timeout=600,
@@ -520,15 +523,26 @@ def test_no_queries_give_nan_with_a_warning_never_zero(qrels_kind, run_kind):
 
 def test_every_input_reaches_the_dict_chunk_reader_with_one_signature(monkeypatch):
     """An empty chunk, empty qrels, ranx Qrels beside a dict run, non-string ids: `read_chunk` gets
-    arrays of one layout (numba types a read-only array apart from a writable one, and would compile
-    it again, on the worker thread)."""
+    arrays of one layout, the one compiled ahead of time (the JIT would compile another one, on the
+    worker thread)."""
+    from tieaware.kernels import backend
+    from tieaware.kernels.ahead_of_time import SIGNATURES
     from tieaware.kernels.groups import read_chunk
     from tieaware.readers import lists as module
 
+    seen = set()
+    call = backend.Kernel.__call__
+
+    def spy(kernel, *args):
+        if kernel is read_chunk:
+            seen.add(tuple(backend.type_key(arg) for arg in args))
+        return call(kernel, *args)
+
+    monkeypatch.setattr(backend.Kernel, "__call__", spy)
     monkeypatch.setattr(module, "CHUNK_DOCS", 4)
     qrels, run = {"q0": {"d1": 1}, "q1": {"d1": 1, "d2": 0}}, {"q0": {}, "q1": {f"d{i}": 0.5 for i in range(9)}}
     tieaware.evaluate(qrels, run, "ndcg@10")
     tieaware.evaluate(ranx.Qrels(qrels), run, "ndcg@10")
     tieaware.evaluate({"q0": {}, "q1": {}}, run, "ndcg@10")
     tieaware.evaluate({"q0": {1: 1}, "q1": {2: 1}}, {"q0": {1: 0.5, 3: 0.5}, "q1": {2: 0.1}}, "ndcg@10")
-    assert len(read_chunk.signatures) == 1, read_chunk.signatures
+    assert seen == set(SIGNATURES["groups.read_chunk"])

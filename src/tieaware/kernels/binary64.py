@@ -14,12 +14,13 @@ Software: Practice and Experience 53(6), 2023 (arXiv:2212.06644), which also fix
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
 
-from .disk_cache import kernel
-from .numba_compat import leading_zeros
+from . import kernel
+from .backend import JitOnly
+
+_full_product = JitOnly("tieaware.kernels.intrinsics", "full_product")
+_double_of_bits = JitOnly("tieaware.kernels.intrinsics", "double_of_bits")
+leading_zeros = JitOnly("tieaware.kernels.numba_compat", "leading_zeros")
 
 #: the decimal exponents q for which w x 10^q (1 <= w < 2^64) may be a finite nonzero double
 SMALLEST_Q, LARGEST_Q = -342, 308
@@ -49,25 +50,6 @@ def _powers_of_five() -> np.ndarray:
 
 
 POWERS_OF_FIVE = _powers_of_five()
-
-
-@intrinsic
-def _full_product(typingctx, a, b):
-    """(high, low) 64-bit halves of the 128-bit product of two uint64."""
-    def codegen(context, builder, signature, args):
-        wide = ir.IntType(128)
-        product = builder.mul(builder.zext(args[0], wide), builder.zext(args[1], wide))
-        high = builder.trunc(builder.lshr(product, ir.Constant(wide, 64)), ir.IntType(64))
-        return context.make_tuple(builder, signature.return_type, (high, builder.trunc(product, ir.IntType(64))))
-    return types.UniTuple(types.uint64, 2)(types.uint64, types.uint64), codegen
-
-
-@intrinsic
-def _double_of_bits(typingctx, bits):
-    """The double whose IEEE 754 binary64 encoding is ``bits`` (uint64)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-    return types.float64(types.uint64), codegen
 
 
 @kernel(inline="always")

@@ -24,22 +24,18 @@ numba issue #10128 for the same race in gufuncs.
 numba also stamps a function's cache with its own source file only, while a kernel
 inlines kernels of other modules (`groups.query_groups` into `readers.typed_dicts.group_chunk`):
 after an edit of, or an update to, those modules it would load the old machine code.
-`VerifiedFunctionCache` adds the size and time of every module of `tieaware.kernels`
-to the stamp.
-
-`kernel` is ``numba.njit`` with this cache; every tieaware kernel uses it.
+`VerifiedFunctionCache` adds a digest of the contents of every module of `tieaware.kernels`
+(`backend.sources_digest`) to the stamp: not their times, which a reinstall changes, so a
+cache kept across reinstalls of the same version (a CI cache folder) still serves.
 """
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import sys
-from pathlib import Path
 
-from numba import njit
-
-from .numba_compat import FunctionCache, IndexDataCacheFile, use_cache
+from .backend import sources_digest
+from .numba_compat import FunctionCache, IndexDataCacheFile
 
 if sys.platform == "win32":  # no lock; the digest names and the key check keep loads correct
     fcntl = None
@@ -91,33 +87,13 @@ class VerifiedCacheFile(IndexDataCacheFile):
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-@functools.lru_cache(maxsize=1)
-def kernel_sources_stamp() -> tuple:
-    """(path, mtime, size) of every module of `tieaware.kernels`, whose kernels others call or inline."""
-    root = Path(__file__).resolve().parent
-    stats = {str(path.relative_to(root)): path.stat() for path in root.rglob("*.py")}
-    return tuple(sorted((name, st.st_mtime, st.st_size) for name, st in stats.items()))
-
-
 class VerifiedFunctionCache(FunctionCache):
     """numba's cache of one function (locator, statistics) over a `VerifiedCacheFile`, stamped with
-    its own source file and `kernel_sources_stamp`."""
+    its own source file and `backend.sources_digest`."""
 
     def __init__(self, py_func):
         super().__init__(py_func)
         own = self._cache_file._source_stamp  # numba's stamp of the function's own file
         self._cache_file = VerifiedCacheFile(cache_path=self._cache_path, filename_base=self._impl.filename_base,
-                                             source_stamp=(own, kernel_sources_stamp()))
+                                             source_stamp=(own, sources_digest()))
 
-
-def kernel(function=None, **flags):
-    """``numba.njit(**flags)`` with the on-disk cache of `VerifiedFunctionCache` (``cache=True``
-    is implied) and no C-callable wrapper (``no_cfunc_wrapper``: kernels are called from Python and
-    from other kernels only, never as ``cfunc``s, and the wrapper is compiled code the first call
-    would pay for). Use as ``@kernel`` or ``@kernel(inline="always")``."""
-    def compile_lazily(py_func):
-        dispatcher = njit(**{"no_cfunc_wrapper": True, **flags})(py_func)
-        use_cache(dispatcher, VerifiedFunctionCache(py_func))
-        return dispatcher
-
-    return compile_lazily if function is None else compile_lazily(function)

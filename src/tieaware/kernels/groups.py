@@ -37,11 +37,8 @@ import secrets
 from typing import NamedTuple
 
 import numpy as np
-from numba import types
-from numba.extending import overload
 
 from . import INNER, kernel
-from .numba_compat import get_code_point, unicode_charseq_get_code
 
 # the id hashes' seed, drawn per process so that ids cannot be built in advance to collide in the
 # cache check; kernels take it as an argument (numba would freeze a global into its disk cache)
@@ -96,18 +93,9 @@ def group_slots(n_groups: np.ndarray, mem_offsets: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------ ids
 def code_at(text, index):
-    """The code point at `index` of a code point array, a unicode string or a UnicodeCharSeq (no copy)."""
-
-
-@overload(code_at)
-def _code_at_impl(text, index):
-    if isinstance(text, types.Array):
-        return lambda text, index: text[index]
-    if isinstance(text, types.UnicodeCharSeq):
-        return lambda text, index: unicode_charseq_get_code(text, index)
-    if isinstance(text, types.UnicodeType):
-        return lambda text, index: get_code_point(text, index)
-    return None
+    """The code point at `index` of a code point array, a unicode string or a UnicodeCharSeq (no copy):
+    in kernels only (numba's overload: `intrinsics`)."""
+    raise TypeError("code_at runs inside numba kernels only")
 
 
 @kernel(inline="always")

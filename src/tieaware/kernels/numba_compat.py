@@ -14,11 +14,18 @@ pyproject.toml's dependencies). What they are for:
   search for the end of a token; `leading_zeros` (``ctlz``): normalising a decimal's digits
   (`binary64.nearest_double`);
 * `Dispatcher`, the type of a jitted function (``tieaware warmup`` finds the kernels by it);
+* `pycc`: numba's ahead-of-time compiler (``numba.pycc``, pending deprecation since numba 0.57), and
+  `pycc_objects`: object files of a ``CC``'s module (its ``distutils_extension`` links them), with
+  the GIL released around every exported function, as ``nogil=True`` does for the JIT; `signature`,
+  a function type whose return type numba infers (None);
+* `typing_of`: numba's type of an intrinsic or overloaded function, which ``numba.typeof`` does not
+  give (`backend.JitOnly` stands for such functions in the kernels' modules);
 * `load_numba_arrays_without_scipy`: numba's array module without its BLAS probe.
 """
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 import numba
@@ -29,6 +36,8 @@ TESTED = ("0.58", "0.69")
 try:
     from numba.core.caching import FunctionCache, IndexDataCacheFile
     from numba.core.dispatcher import Dispatcher
+    from numba.core.registry import cpu_target
+    from numba.core.typing import signature
     from numba.cpython.charseq import unicode_charseq_get_code
     from numba.cpython.unicode import (
         PY_UNICODE_1BYTE_KIND,
@@ -52,8 +61,43 @@ def use_cache(dispatcher: Any, cache: Any) -> None:
 
 __all__ = ["TESTED", "PY_UNICODE_1BYTE_KIND", "PY_UNICODE_2BYTE_KIND", "PY_UNICODE_4BYTE_KIND", "Dispatcher",
            "FunctionCache", "IndexDataCacheFile", "empty_string", "get_code_point", "leading_zeros",
-           "set_code_point", "load_numba_arrays_without_scipy", "trailing_zeros", "unicode_charseq_get_code",
-           "use_cache"]
+           "set_code_point", "load_numba_arrays_without_scipy", "pycc", "pycc_objects", "signature", "trailing_zeros",
+           "typing_of", "unicode_charseq_get_code", "use_cache"]
+
+
+def pycc() -> Any:
+    """``numba.pycc`` (the build of `tieaware.kernels.ahead_of_time` only), without numba's warning
+    that it is pending deprecation."""
+    from numba.core.errors import NumbaPendingDeprecationWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaPendingDeprecationWarning)
+        import numba.pycc
+    return numba.pycc
+
+
+def pycc_objects(compiler: Any, build_dir: str) -> list[str]:
+    """Compile a ``numba.pycc.CC``'s exports into object files in ``build_dir``; each exported function
+    releases the GIL while it runs (pycc's ``Flags`` with ``release_gil``)."""
+    pycc_compiler = pycc().compiler
+    original = pycc_compiler.Flags
+
+    class ReleasingFlags(original):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    pycc_compiler.Flags = ReleasingFlags
+    try:
+        objects, _ = compiler._compile_object_files(build_dir)
+    finally:
+        pycc_compiler.Flags = original
+    return objects
+
+
+def typing_of(value: Any) -> Any:
+    """The numba type of a global a kernel calls, as numba's CPU typing context resolves it."""
+    return cpu_target.typing_context.resolve_value_type(value)
 
 
 def load_numba_arrays_without_scipy() -> None:
@@ -61,7 +105,7 @@ def load_numba_arrays_without_scipy() -> None:
     ``scipy.linalg.cython_blas`` import they make to see whether BLAS is there (a large share of
     ``tieaware eval``'s start time and memory): without it numba's ``np.correlate``/``np.convolve`` use
     a loop of their own, which no tieaware kernel calls; ``np.dot`` still imports scipy when compiled.
-    ``tieaware eval`` does this, once, before any kernel runs."""
+    `jit` does this, once, before any kernel compiles."""
     if "numba.np.arraymath" in sys.modules or "scipy.linalg.cython_blas" in sys.modules:
         return
     sys.modules["scipy.linalg.cython_blas"] = None  # type: ignore[assignment]  # `import` raises ImportError

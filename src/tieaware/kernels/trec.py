@@ -15,16 +15,12 @@ A grade is ``[+-]? digits [. 0*]`` (``2``, ``+2``, ``2.0``) of at most 18 digits
 """
 from __future__ import annotations
 
-import sys
-
 import numpy as np
-from numba import types
-from numba.extending import intrinsic
 
+from . import kernel
+from .backend import JitOnly
 from .binary64 import nearest_double
-from .disk_cache import kernel
 from .groups import compare_ids, id_hash
-from .numba_compat import trailing_zeros
 
 #: error codes of `scan`: a line with the wrong number of columns, a score that is not a number,
 #: a NaN score, a grade that is not an integer (or beyond 18 digits)
@@ -33,18 +29,8 @@ COLUMNS, SCORE, NAN, GRADE = 1, 2, 3, 4
 PAD = 8
 _ONES = np.uint64(0x0101010101010101)
 _HIGH = np.uint64(0x8080808080808080)
-
-
-@intrinsic
-def _word(typingctx, buf, i):
-    """Bytes ``buf[i:i + 8]`` as one uint64, the first byte lowest (one unaligned load)."""
-    def codegen(context, builder, signature, args):
-        array = context.make_array(signature.args[0])(context, builder, args[0])
-        pointer = builder.bitcast(builder.gep(array.data, [args[1]]),
-                                  context.get_value_type(types.uint64).as_pointer())
-        word = builder.load(pointer, align=1)
-        return word if sys.byteorder == "little" else builder.bswap(word)
-    return types.uint64(buf, types.intp), codegen
+_word = JitOnly("tieaware.kernels.intrinsics", "word")  # bytes buf[i:i + 8] as one uint64, the first lowest
+trailing_zeros = JitOnly("tieaware.kernels.numba_compat", "trailing_zeros")
 
 
 @kernel(inline="always")

@@ -1,8 +1,9 @@
 """A qrels/run pair as `RankedLists`: the reader for each input kind, and the cache per ranx Run.
 
 Python dicts, files and DataFrames are read by `readers.dicts` (after `readers.load` loads and
-checks them), ranx objects by `readers.ranx`. For ranx objects the result is cached on the ``Run``
-(weakly, never stored in it), so evaluating several metrics in several calls converts once.
+checks them), ranx objects by `readers.ranx` (imported, with numba, when one is given). For ranx
+objects the result is cached on the ``Run`` (weakly, never stored in it), so evaluating several
+metrics in several calls converts once.
 """
 from __future__ import annotations
 
@@ -14,19 +15,22 @@ import numpy as np
 from ..errors import QueryMismatchError
 from ..kernels.groups import SEED
 from ..kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED
-from . import typed_dicts
 from .dict_arrays import float_values
 from .dicts import from_dicts
 from .kinds import is_dataframe, is_ranx_qrels, is_ranx_run
 from .lists import RankedLists
 from .load import load_qrels, load_run
-from .ranx import from_ranx_run
 
 
 def evaluated_queries(qrels, run_ids: list, make_comparable: bool) -> list:
     """The evaluated queries: the run's (`run_ids`, in its order); with ``make_comparable`` those
     with qrels, then the qrels' queries the run lacks. A mismatch otherwise raises."""
-    qrels_ids = typed_dicts.queries(qrels.qrels)[0] if is_ranx_qrels(qrels) else list(qrels.keys())
+    if is_ranx_qrels(qrels):
+        from .typed_dicts import queries
+
+        qrels_ids = queries(qrels.qrels)[0]
+    else:
+        qrels_ids = list(qrels.keys())
     qrels_set = set(qrels_ids)
     run_set = set(run_ids)
     if make_comparable:
@@ -37,6 +41,9 @@ def evaluated_queries(qrels, run_ids: list, make_comparable: bool) -> list:
 
 
 def _read_ranx_run(qrels, run, make_comparable: bool) -> RankedLists:
+    from . import typed_dicts
+    from .ranx import from_ranx_run
+
     run_ids, typed_ids, offsets = typed_dicts.queries(run.run)  # read in numba, once
     return from_ranx_run(qrels, run, evaluated_queries(qrels, run_ids, make_comparable), make_comparable,
                          (typed_ids, offsets))
@@ -65,6 +72,8 @@ def ranked_lists(qrels, run, make_comparable: bool = False, from_file: bool | No
     qrels = load_qrels(qrels, doc_ids=False)  # the dict readers check doc ids on their way (`string_keys`)
     run = load_run(run, doc_ids=False)
     cacheable = is_ranx_run(run) and is_ranx_qrels(qrels)
+    if is_ranx_run(run) or is_ranx_qrels(qrels):
+        from . import typed_dicts
     if cacheable:
         key = (id(qrels), run.sorted, make_comparable)
         per_run = _CACHE.setdefault(run, {})
@@ -94,6 +103,8 @@ def run_scores(run) -> tuple[list, np.ndarray, np.ndarray]:
     """(query ids, CSR offsets, scores in the run's order) of a run alone."""
     run = load_run(run)
     if is_ranx_run(run):
+        from . import typed_dicts
+
         query_ids, typed_ids, offsets = typed_dicts.queries(run.run)
         return query_ids, offsets, typed_dicts.run_scores(run.run, typed_ids, offsets)
     query_ids = list(run.keys())
