@@ -12,7 +12,7 @@ import pytrec_eval
 
 import tieaware
 from tieaware import inputs
-from tieaware.cli import _run_names, main
+from tieaware.cli import _run_names, _write_frame, main
 from tieaware.datasets import cranfield
 from tieaware.inputs import open_text, read_texts
 from tieaware.outputs import write_trec_run
@@ -120,6 +120,23 @@ def test_tsv_csv_full_precision(capsys, fmt, sep):
     header, row = capsys.readouterr().out.splitlines()
     assert header.split(sep) == ["run", "metric", "expected", "oblivious", "min", "max", "range", "bias", "tie_std"]
     assert float(row.split(sep)[2]) == tieaware.evaluate(str(QRELS), str(BF16), "ndcg@10").expected
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "csv", "json"])
+def test_frames_are_written_as_pandas_writes_them(capsys, fmt):
+    """`_write_frame` (compare, ties, merge) writes what pandas' ``to_csv`` and ``to_dict`` give: floats at
+    full precision, NaN and None empty (null in JSON), CSV quoting."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"run": ["a\tb", 'q"1', "c,d"], "x": [0.1, float("nan"), -0.0], "k": [1, 2, 3],
+                          "ok": [True, False, True], "query": ["1", None, "all"]})
+    _write_frame(frame, fmt, 4)
+    if fmt == "json":
+        expected = json.dumps(frame.astype(object).where(frame.notna(), None).to_dict(orient="records"), indent=1)
+    else:
+        expected = frame.to_csv(sep="\t" if fmt == "tsv" else ",", index=False, lineterminator="\n",
+                                float_format=lambda x: repr(float(x)))
+    assert capsys.readouterr().out.rstrip("\n") == expected.rstrip("\n")
 
 
 def test_table_output_names_the_oblivious_order(capsys):

@@ -4,9 +4,8 @@ import io
 import numpy as np
 import pandas as pd
 
-from tieaware.display import fixed, plain_table, progress, text_table
+from tieaware.display import columns_table, fixed, frame_columns, plain_table, progress, text_table
 from tieaware.report import EvaluationReport, MetricResult, per_query_frame
-from tieaware.testing import _text_table
 
 
 def test_fixed_hides_negative_zero_and_rounds():
@@ -18,7 +17,7 @@ def test_fixed_hides_negative_zero_and_rounds():
 
 def test_every_table_hides_negative_zero():
     frame = pd.DataFrame({"metric": ["ndcg@10"], "bias": [-1e-17], "range": [0.5]})
-    for text in (text_table(frame), text_table(frame, index=False), _text_table(frame)):
+    for text in (text_table(frame), text_table(frame, index=False), columns_table(*frame_columns(frame))):
         assert "-0.0000" not in text and "0.0000" in text and "0.5000" in text
     table = np.array([[0.5, 0.0, 0.5, 0.5, 0.5 - 1e-17]])
     report = EvaluationReport({"m": MetricResult("m", per_query_frame(["q"], table), "trec_eval")})

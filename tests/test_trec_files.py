@@ -368,7 +368,7 @@ def test_a_cut_off_archive_names_the_lines_read_before_the_cut(tmp_path, compres
 
 def test_eval_in_trec_layout_imports_neither_pandas_nor_scipy(plain):
     """`tieaware eval -o trec` (trec_eval's layout, with -q) runs without pandas, scipy or tqdm (a
-    third of its start), with the numbers the pandas path (-o tsv) gives."""
+    third of its start), with the numbers -o tsv gives."""
     run, qrels = plain
     code = ("import sys, tieaware.cli; code = tieaware.cli.main(sys.argv[1:]); "
             "print([m for m in ('pandas', 'scipy.linalg', 'tqdm', 'ranx') if m in sys.modules], file=sys.stderr); "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import dataclasses
 import gc
 import math
@@ -23,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from . import __version__
-from .display import fixed, plain_table, progress, text_table
+from .display import columns_table, fixed, frame_columns, plain_table, progress
 from .errors import InputError, QueryMismatchError, TieawareError, UnknownMetricError
 from .metrics import expand_names, parse_metric
 from .outputs import atomic_output, check_outputs, check_utf8_ids
@@ -249,38 +250,54 @@ def _probability(text: str) -> float:
 
 
 def _write_frame(frame, fmt: str, digits: int) -> None:
-    """A flat DataFrame as an aligned table, TSV, CSV (full precision) or a JSON list of objects."""
+    """A flat DataFrame as `_write_columns` writes its columns."""
+    _write_columns(*frame_columns(frame, index=False), fmt, digits)
+
+
+def _write_columns(headers: list[str], columns: list[list], fmt: str, digits: int) -> None:
+    """Columns of values as an aligned table, TSV, CSV (floats at full precision, NaN and None empty) or a
+    JSON list of objects (NaN as null)."""
     if fmt == "table":
-        sys.stdout.write(text_table(frame, digits, index=False) + "\n")
+        sys.stdout.write(columns_table(headers, columns, digits) + "\n")
     elif fmt in ("tsv", "csv"):
-        frame.to_csv(sys.stdout, sep="\t" if fmt == "tsv" else ",", index=False, lineterminator="\n",
-                     float_format=lambda x: repr(float(x)))
+        writer = csv.writer(sys.stdout, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
+        writer.writerow(headers)
+        writer.writerows([_csv_cell(value) for value in row] for row in zip(*columns))
     else:
         from .report import strict_json
 
-        records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
-        sys.stdout.write(strict_json(records, indent=1) + "\n")
+        sys.stdout.write(strict_json([dict(zip(headers, row)) for row in zip(*columns)], indent=1) + "\n")
+
+
+def _csv_cell(value: object) -> object:
+    if isinstance(value, float):
+        return "" if math.isnan(value) else repr(float(value))
+    return "" if value is None else value
 
 
 # --------------------------------------------------------------------- eval
-def _eval_frame(name: str, report, per_query: bool):
-    """One run's rows: run, metric, [query,] expected, oblivious, min, max, range, bias, std; with
-    ``per_query`` the per-query rows come first and the means follow with no query (None), so a
-    query named ``all`` stays a query; only ``-o trec`` prints the means as ``all``, as trec_eval does."""
+def _eval_columns(reports: dict, per_query: bool) -> tuple[list[str], list[list]]:
+    """(headers, columns) of every run's rows: run, metric, [query,] expected, oblivious, min, max, range,
+    bias, tie_std; with ``per_query`` each run's per-query rows come first and its means follow with no
+    query (None), so a query named ``all`` stays a query; only ``-o trec`` prints the means as ``all``,
+    as trec_eval does."""
     import numpy as np
-    import pandas as pd
 
     from .report import SUMMARY_COLUMNS
 
-    frame = report.to_dataframe()[SUMMARY_COLUMNS].reset_index()
-    if per_query:
-        queries = report.per_query().reset_index().rename(columns={"query_id": "query"})
-        queries["query"] = queries["query"].astype(str)
-        queries["tie_std"] = np.sqrt(queries["variance"].clip(lower=0.0))
-        frame.insert(1, "query", None)
-        frame = pd.concat([queries[frame.columns], frame], ignore_index=True)
-    frame.insert(0, "run", name)
-    return frame
+    rows: list[list] = []
+    for name, report in reports.items():
+        if per_query:
+            for metric, result in report.items():
+                values = {c: result.per_query_values(c) for c in SUMMARY_COLUMNS if c != "tie_std"}
+                values["tie_std"] = np.sqrt(result.per_query_values("variance").clip(min=0.0))
+                table = np.column_stack([values[c] for c in SUMMARY_COLUMNS]).tolist()
+                rows += ([name, metric, str(query), *row] for query, row in zip(result.query_ids, table))
+        no_query = [None] if per_query else []
+        rows += ([name, result.name, *no_query, *(getattr(result, c) for c in SUMMARY_COLUMNS)]
+                 for result in report.values())
+    headers = ["run", "metric", *(["query"] if per_query else []), *SUMMARY_COLUMNS]
+    return headers, [list(column) for column in zip(*rows)]
 
 
 def _write_trec(reports: dict, runids: dict, lines: list, relevance_level: int, digits: int, per_query: bool,
@@ -446,18 +463,15 @@ def cmd_eval(args) -> int:
     finally:
         if reader is not None:
             reader.close()
-    if args.output == "trec":  # pandas is not imported for trec_eval's layout
+    if args.output == "trec":
         _write_trec(reports, runids, lines, args.relevance_level, args.digits, args.per_query, args.max_docs)
     else:
-        import pandas as pd
-
-        frame = pd.concat([_eval_frame(name, report, args.per_query) for name, report in reports.items()],
-                          ignore_index=True)
+        headers, columns = _eval_columns(reports, args.per_query)
         if args.output == "table":
-            frame = frame.rename(columns={"oblivious": f"obl[{args.oblivious}]"})
+            headers = [f"obl[{args.oblivious}]" if header == "oblivious" else header for header in headers]
             if args.per_query:
-                frame["query"] = frame["query"].fillna("")
-        _write_frame(frame, args.output, args.digits)
+                columns[2] = ["" if query is None else query for query in columns[2]]
+        _write_columns(headers, columns, args.output, args.digits)
     if rejected:
         return EXIT_ERROR
     exceeded = False

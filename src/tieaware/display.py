@@ -1,10 +1,10 @@
 """What tieaware shows people: fixed-point numbers, text tables and progress bars, one helper each.
 
 Every table the library prints (reports, the CLI, the pytest plugin, the precision sweep) goes
-through `fixed` and `plain_table` (tabulate's "plain" layout), a DataFrame through `text_table`, so
-tiny negative noise never shows as ``-0.0000`` (`ComparisonReport.to_table` keeps ranx's layout
-and rounding); every progress bar is `progress`, drawn on
-stderr only when asked and only on a terminal unless forced.
+through `fixed` and `plain_table` (tabulate's "plain" layout), columns of values through `columns_table`
+and a DataFrame through `text_table`, so tiny negative noise never shows as ``-0.0000``
+(`ComparisonReport.to_table` keeps ranx's layout and rounding); every progress bar is `progress`,
+drawn on stderr only when asked and only on a terminal unless forced.
 """
 from __future__ import annotations
 
@@ -27,14 +27,24 @@ def fixed(value: float, digits: int = DIGITS, width: int = 0) -> str:
 
 
 def text_table(frame: pd.DataFrame, digits: int = DIGITS, *, index: bool = True) -> str:
-    """A DataFrame as `plain_table` text: the index levels first (headed by their names) unless
-    ``index=False``, then the columns; floats through `fixed` (NaN as ``NaN``), numbers right-aligned,
-    text left-aligned."""
+    """A DataFrame as `columns_table` text (`frame_columns`: the index levels first unless ``index=False``)."""
+    return columns_table(*frame_columns(frame, index=index), digits)
+
+
+def frame_columns(frame: pd.DataFrame, *, index: bool = True) -> tuple[list[str], list[list[Any]]]:
+    """(headers, columns as lists of Python values) of a DataFrame: the index levels first (headed by
+    their names) unless ``index=False``, then the columns."""
     levels = range(frame.index.nlevels) if index else range(0)
     headers = ["" if name is None else str(name) for name in frame.index.names[:len(levels)]]
     headers += [str(column) for column in frame.columns]
     columns = [frame.index.get_level_values(level).tolist() for level in levels]
     columns += [frame.iloc[:, position].tolist() for position in range(frame.shape[1])]
+    return headers, columns
+
+
+def columns_table(headers: Sequence[str], columns: Sequence[Sequence[Any]], digits: int = DIGITS) -> str:
+    """Columns of values as `plain_table` text: floats through `fixed` (NaN as ``NaN``), numbers
+    right-aligned, text left-aligned."""
     cells = [[_cell(value, digits) for value in column] for column in columns]
     right = [any(_is_number(value) for value in column) and all(_is_number(value) or value is None for value in column)
              for column in columns]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .display import text_table
+from .display import columns_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -206,10 +206,11 @@ class EvaluationReport(dict[str, MetricResult]):
 
     def table(self, digits: int = 4) -> str:
         """Fixed-width text table, one row per metric."""
-        frame = self.to_dataframe()[SUMMARY_COLUMNS]
         order = next(iter(self.values())).oblivious_order if self else "trec_eval"
-        frame = frame.rename(columns={"oblivious": f"obl[{order}]"})
-        return text_table(frame, digits)
+        # headed as `to_dataframe` is indexed: by "metric", or by nothing when the report is empty
+        headers = ["metric" if self else "", *(f"obl[{order}]" if c == "oblivious" else c for c in SUMMARY_COLUMNS)]
+        columns = [[r.name for r in self.values()], *([getattr(r, c) for r in self.values()] for c in SUMMARY_COLUMNS)]
+        return columns_table(headers, columns, digits)
 
 
 def _finite_or_none(value: object) -> object:

@@ -17,11 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-import pandas as pd
-
 from .arguments import is_limit
 from .check_observers import notify, observe_checks
-from .display import text_table
+from .display import columns_table
 from .errors import InputError
 from .evaluation import evaluate
 from .metrics import expand_names, metric_keys
@@ -84,24 +82,26 @@ class TieStability:
         """A table of every metric, then the queries with the widest range for each failing one."""
         failing = [metric for metric, reasons in self.violations.items() if reasons]
         order = next(iter(self.results.values())).oblivious_order
+        headers = ["metric", "expected", f"obl[{order}]", "min", "max", "range", "bias", "limit", "queries with ties",
+                   "status"]
         rows = []
         for metric, result in self.results.items():
             reasons = self.violations[metric]
-            rows.append({
-                "metric": metric, "expected": result.expected, f"obl[{order}]": result.oblivious,
-                "min": result.min, "max": result.max, "range": result.range, "bias": result.bias,
-                "limit": self.limit_text(metric),
-                "queries with ties": f"{result.n_queries_with_ties}/{result.n_queries}",
-                "status": "FAIL: " + "; ".join(reasons) if reasons else "ok",
-            })
+            rows.append([metric, result.expected, result.oblivious, result.min, result.max, result.range, result.bias,
+                         self.limit_text(metric), f"{result.n_queries_with_ties}/{result.n_queries}",
+                         "FAIL: " + "; ".join(reasons) if reasons else "ok"])
         lines = [f"tie order moves {len(failing)} of {len(rows)} metrics past their limits",
-                 _text_table(pd.DataFrame(rows))]
+                 columns_table(headers, list(zip(*rows)))]
         for metric in failing:
-            per_query = self.results[metric].per_query
-            worst = per_query[per_query["range"] > 0].nlargest(WORST_QUERIES, "range", keep="first")
-            if len(worst):
-                lines += ["", f"queries with the widest {metric} range:",
-                          _text_table(worst[["expected", "oblivious", "min", "max", "range"]].reset_index())]
+            result = self.results[metric]
+            table: dict[str, list[Any]] = {"query_id": list(result.query_ids)}
+            for c in ("expected", "oblivious", "min", "max", "range"):
+                table[c] = result.per_query_values(c).tolist()
+            spread = table["range"]
+            worst = sorted((i for i, value in enumerate(spread) if value > 0), key=lambda i: -spread[i])[:WORST_QUERIES]
+            if worst:
+                columns = [[column[i] for i in worst] for column in table.values()]
+                lines += ["", f"queries with the widest {metric} range:", columns_table(list(table), columns)]
         return "\n".join(lines)
 
 
@@ -204,6 +204,3 @@ def _limits_of(given: dict[str, Limit], metrics: list[str]) -> dict[str, dict[st
                 limits[metric][key] = float(value)
     return limits
 
-
-def _text_table(frame: pd.DataFrame) -> str:
-    return text_table(frame, index=False)
