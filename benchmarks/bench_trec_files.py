@@ -21,9 +21,19 @@ each size; ``--markdown PATH`` also writes the tables into PATH's ``bench_trec_f
 counts a child's peak RSS from the memory of the process that started it (this script's, ~40 MB), so
 that is the floor of every figure.
 
+``--everyday`` measures the files one evaluates every day instead (or as well, with ``--lines``): a
+DL19-size run (43 queries x 1,000 documents, scores with three decimals, so ties, and ~9,000 graded
+judgments, grades 0-3) and a one-query run (1 x 1,000), on ``-m ndcg_cut.10 -m map -m recip_rank``
+(ranx: ndcg@10, map, mrr). `tieaware eval` runs twice in each turn: the first run after install (a new,
+empty ``NUMBA_CACHE_DIR``, so any compile is paid; Python's bytecode written beforehand, as pip does)
+and warm (a ``NUMBA_CACHE_DIR`` an earlier run filled). Each tool's median wall time, its min-max and
+its median peak RSS, with the ratios to trec_eval and to the Python + pytrec_eval process; ``--markdown``
+writes them into the ``bench_trec_files_everyday`` section.
+
     python benchmarks/bench_trec_files.py                              # 1M and 3M lines
     python benchmarks/bench_trec_files.py --lines 10000000 --trec-eval-src ~/trec_eval
     python benchmarks/bench_trec_files.py --lines 100000000            # tieaware eval alone
+    python benchmarks/bench_trec_files.py --everyday --repeat 5 --trec-eval-src ~/trec_eval   # DL19, 1 query
 """
 import argparse
 import os
@@ -42,6 +52,13 @@ import _report  # noqa: E402
 
 METRICS = ("ndcg_cut.10", "map")
 DOCS = 1_000
+#: the everyday rows' metrics (trec_eval's names), and ranx's name of each
+EVERYDAY_METRICS = ("ndcg_cut.10", "map", "recip_rank")
+RANX_NAMES = {"ndcg_cut.10": "ndcg@10", "map": "map", "recip_rank": "mrr"}
+#: the everyday files: (label, queries of 1,000 documents, share of each query's documents judged)
+EVERYDAY = (("DL19-size", 43, 0.21), ("one query", 1, 0.21))
+FIRST, WARM = "tieaware eval, first run after install", "tieaware eval, warm"
+PYTHON = "Python parse + pytrec_eval"
 
 PYTREC = """
 import sys, pytrec_eval
@@ -53,14 +70,14 @@ def read(path, column):
             out.setdefault(cols[0], {})[cols[2]] = float(cols[4]) if column == 4 else int(cols[3])
     return out
 qrels, run = read(sys.argv[1], 3), read(sys.argv[2], 4)
-res = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "map"}).evaluate(run)
-print(sum(r["ndcg_cut_10"] for r in res.values()) / len(res), sum(r["map"] for r in res.values()) / len(res))
+res = pytrec_eval.RelevanceEvaluator(qrels, set(sys.argv[3].split(","))).evaluate(run)
+print({m: sum(r[m] for r in res.values()) / len(res) for m in next(iter(res.values()))})
 """
 RANX = """
 import sys
 from ranx import Qrels, Run, evaluate
 qrels, run = Qrels.from_file(sys.argv[1], kind="trec"), Run.from_file(sys.argv[2], kind="trec")
-print(evaluate(qrels, run, ["ndcg@10", "map"]))
+print(evaluate(qrels, run, sys.argv[3].split(",")))
 """
 READ_NEW = """
 import sys, time, tieaware
@@ -104,10 +121,13 @@ SCORES = {"two-decimals": ("scores with two decimals, so bf16-like ties", "", ""
                    ", scores as repr writes them", "_repr")}
 
 
-def write_files(folder: Path, lines: int, seed: int = 0, scores: str = "two-decimals") -> tuple[Path, Path]:
-    """run.trec (``lines // 1000`` queries x 1,000 documents) and qrels.trec (~5% of the documents judged,
-    grades 0-3), written a query at a time. ``scores``: "two-decimals" (bf16-like ties) or "repr" (fp32
-    scores as Python's ``f"{score}"`` writes them, up to 17 significant digits, hardly a tie)."""
+def write_files(folder: Path, lines: int, seed: int = 0, scores: str = "two-decimals",
+                judged: float = 0.05) -> tuple[Path, Path]:
+    """run.trec (``lines // 1000`` queries x 1,000 documents) and qrels.trec (a share ``judged`` of the
+    documents, 5% by default, grades 0-3), written a query at a time. ``scores``: "two-decimals" (bf16-like
+    ties), "three-decimals" (fewer ties) or "repr" (fp32 scores as Python's ``f"{score}"`` writes them,
+    up to 17 significant digits, hardly a tie)."""
+    decimals = {"two-decimals": 2, "three-decimals": 3}.get(scores)
     rng = np.random.default_rng(seed)
     run_path, qrels_path = folder / f"run{lines}.trec", folder / f"qrels{lines}.trec"
     ranks = [str(r) for r in range(1, DOCS + 1)]
@@ -116,14 +136,13 @@ def write_files(folder: Path, lines: int, seed: int = 0, scores: str = "two-deci
             docs = rng.choice(20 * DOCS, DOCS, replace=False)
             grades = rng.integers(0, 4, DOCS)
             exact = 0.5 + 0.08 * grades + 0.1 * rng.standard_normal(DOCS)
-            two_decimals = scores == "two-decimals"
-            written = np.round(exact, 2) if two_decimals else exact.astype(np.float32).astype(np.float64)
+            written = np.round(exact, decimals) if decimals else exact.astype(np.float32).astype(np.float64)
             order = np.argsort(-written, kind="stable")
             names = [f"d{d}" for d in docs[order].tolist()]
-            values = [f"{s:.2f}" if two_decimals else f"{s}" for s in written[order].tolist()]
+            values = [f"{s:.{decimals}f}" if decimals else f"{s}" for s in written[order].tolist()]
             run.write("".join(f"q{q} Q0 {d} {r} {s} synth\n" for d, r, s in zip(names, ranks, values)))
-            judged = rng.random(DOCS) < 0.05
-            qrels.write("".join(f"q{q} 0 d{d} {g}\n" for d, g in zip(docs[judged].tolist(), grades[judged].tolist())))
+            chosen = rng.random(DOCS) < judged
+            qrels.write("".join(f"q{q} 0 d{d} {g}\n" for d, g in zip(docs[chosen].tolist(), grades[chosen].tolist())))
     return qrels_path, run_path
 
 
@@ -131,6 +150,13 @@ def fill(command: list, qrels: Path, run: Path, small: Path) -> list:
     """The command with its {qrels}, {run} and {small} arguments filled in."""
     names = {"{qrels}": str(qrels), "{run}": str(run), "{small}": str(small)}
     return [names.get(part, part) for part in command]
+
+
+def bytecode_env(**extra: str) -> dict:
+    """This environment, writing Python's bytecode (as pip compiles an installed package's; an editable
+    install under PYTHONDONTWRITEBYTECODE would compile every module each run), with ``extra`` set."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, **extra}
 
 
 def measure(command: list, env: dict | None = None) -> tuple[float, float, str]:
@@ -160,21 +186,37 @@ def build_trec_eval(source: Path, folder: Path) -> Path | None:
     return build / "trec_eval"
 
 
-def tools(trec_eval: Path | None, tieaware_only: bool) -> dict:
+def tools(trec_eval: Path | None, tieaware_only: bool, metrics: tuple = METRICS, readers: bool = True) -> dict:
+    """Each tool's command on ``metrics`` (trec_eval's names); ``readers``: with the two run readers."""
     python = sys.executable
-    tieaware = [python, "-m", "tieaware", "eval", "{qrels}", "{run}", *sum((["-m", m] for m in METRICS), []),
-                "-o", "trec"]
+    options = sum((["-m", m] for m in metrics), [])
+    tieaware = [python, "-m", "tieaware", "eval", "{qrels}", "{run}", *options, "-o", "trec"]
     if tieaware_only:
         return {"tieaware eval": tieaware}
     chosen = {}
     if trec_eval is not None:
-        chosen["trec_eval"] = [str(trec_eval), *sum((["-m", m] for m in METRICS), []), "{qrels}", "{run}"]
-    chosen.update({"Python parse + pytrec_eval": [python, "-c", PYTREC, "{qrels}", "{run}"],
-                   "ranx from_file + evaluate": [python, "-c", RANX, "{qrels}", "{run}"],
-                   "tieaware eval": tieaware,
-                   "read_trec_run into dicts": [python, "-c", READ_NEW, "{qrels}", "{run}", "{small}"],
-                   "the line-by-line reader it replaced": [python, "-c", READ_OLD, "{qrels}", "{run}", "{small}"]})
+        chosen["trec_eval"] = [str(trec_eval), *options, "{qrels}", "{run}"]
+    chosen.update({PYTHON: [python, "-c", PYTREC, "{qrels}", "{run}", ",".join(metrics)],
+                   "ranx from_file + evaluate": [python, "-c", RANX, "{qrels}", "{run}",
+                                                 ",".join(RANX_NAMES[m] for m in metrics)],
+                   "tieaware eval": tieaware})
+    if readers:
+        chosen.update({"read_trec_run into dicts": [python, "-c", READ_NEW, "{qrels}", "{run}", "{small}"],
+                       "the line-by-line reader it replaced": [python, "-c", READ_OLD, "{qrels}", "{run}",
+                                                               "{small}"]})
     return chosen
+
+
+def take_turns(chosen: dict, qrels: Path, run: Path, small: Path, repeat: int, envs: dict | None = None) -> dict:
+    """``repeat`` turns, each running every tool once (so a change in the machine's load falls on all of
+    them): {name: [(seconds, MB, stdout) of each turn]}. ``envs``: {name: a function giving the
+    environment of each of its runs}; the others run in this one's."""
+    runs: dict = {name: [] for name in chosen}
+    for _ in range(repeat):
+        for name, command in chosen.items():
+            env = envs[name]() if envs and name in envs else None
+            runs[name].append(measure(fill(command, qrels, run, small), env))
+    return runs
 
 
 def load() -> str:
@@ -187,10 +229,7 @@ def one_size(lines: int, folder: Path, trec_eval: Path | None, small_run: Path, 
     size = run.stat().st_size / 2 ** 20
     chosen = tools(trec_eval, lines > args.tieaware_only_above)
     load_before = load()
-    runs: dict = {name: [] for name in chosen}
-    for _ in range(args.repeat):  # the tools take turns
-        for name, command in chosen.items():
-            runs[name].append(measure(fill(command, qrels, run, small_run)))
+    runs = take_turns(chosen, qrels, run, small_run, args.repeat)
     load_after = load()
     results = {name: (statistics.median(r[0] for r in done), statistics.median(r[1] for r in done))
                for name, done in runs.items()}
@@ -220,10 +259,74 @@ def one_size(lines: int, folder: Path, trec_eval: Path | None, small_run: Path, 
     return text
 
 
+def tied_share(run: Path) -> float:
+    """The share of the run's documents whose score another document of their query also has (a query at
+    a time, so that this script's memory, the floor of every peak RSS, stays as it is)."""
+    tied = total = 0
+    query, counts = None, {}
+    with open(run) as handle:
+        for line in [*handle, "end Q0 - 0 - -"]:
+            cols = line.split()
+            if cols[0] != query:
+                tied += sum(n for n in counts.values() if n > 1)
+                query, counts = cols[0], {}
+            counts[cols[4]] = counts.get(cols[4], 0) + 1
+            total += 1
+    return tied / (total - 1)
+
+
+def everyday_size(label: str, queries: int, judged: float, folder: Path, trec_eval: Path | None, small_run: Path,
+                  args) -> str:
+    """The everyday rows of one file: every tool on EVERYDAY_METRICS, `tieaware eval` first run after install
+    and warm; print the table and return it as markdown."""
+    qrels, run = write_files(folder, queries * DOCS, scores="three-decimals", judged=judged)
+    with open(qrels) as handle:
+        judgments = sum(1 for _ in handle)
+    chosen = tools(trec_eval, False, EVERYDAY_METRICS, readers=False)
+    tieaware = chosen.pop("tieaware eval")
+    chosen.update({FIRST: tieaware, WARM: tieaware})
+    warm = bytecode_env(NUMBA_CACHE_DIR=str(folder / f"numba-cache-warm-{queries}"))
+    measure(fill(tieaware, qrels, run, small_run), warm)  # the earlier run that fills the warm cache
+    empty = folder / f"numba-cache-first-{queries}"
+    empty.mkdir()
+    envs = {FIRST: lambda: {**os.environ, "NUMBA_CACHE_DIR": tempfile.mkdtemp(dir=empty)},
+            WARM: lambda: {**os.environ, "NUMBA_CACHE_DIR": warm["NUMBA_CACHE_DIR"]}}
+    tied = tied_share(run)
+    floor = measure(["true"])[1]  # Linux counts this script's memory in a child's peak RSS
+    load_before = load()
+    runs = take_turns(chosen, qrels, run, small_run, args.repeat, envs)
+    load_after = load()
+    title = (f"{label}: {queries:,} quer{'y' if queries == 1 else 'ies'} x {DOCS:,} documents, scores with three "
+             f"decimals ({tied:.0%} of the documents tied), {judgments:,} judgments (grades 0-3); peak RSS floor "
+             f"(`true`) {floor:.0f} MB; load average {load_before} before, {load_after} after")
+    print(f"\n{title}")
+    results = {name: (statistics.median(r[0] for r in done), min(r[0] for r in done), max(r[0] for r in done),
+                      statistics.median(r[1] for r in done)) for name, done in runs.items()}
+    bases = [(base, results[base]) for base in ("trec_eval", PYTHON) if base in results]
+    short = {"trec_eval": "trec_eval", PYTHON: "Python"}
+    headers = ["tool", "time (ms)", "min-max (ms)", "peak RSS (MB)"]
+    headers += [f"{what} / {short[base]}" for base, _ in bases for what in ("time", "RSS")]
+    print(f"{headers[0]:<40}" + "".join(f"{h:>{max(len(h) + 2, 12)}}" for h in headers[1:]))
+    rows = []
+    for name, (seconds, fastest, slowest, rss) in results.items():
+        ratios = [f"{value:,.2f}" for _, base in bases for value in (seconds / base[0], rss / base[3])]
+        row = [name, f"{seconds * 1e3:,.0f}", f"{fastest * 1e3:,.0f}-{slowest * 1e3:,.0f}", f"{rss:,.0f}", *ratios]
+        print(f"{row[0]:<40}" + "".join(f"{cell:>{max(len(h) + 2, 12)}}" for cell, h in zip(row[1:], headers[1:])))
+        rows.append(row)
+    run.unlink()
+    qrels.unlink()
+    return f"{title}:\n\n" + _report.table(headers, rows) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--lines", type=int, nargs="+", default=[1_000_000, 3_000_000])
-    parser.add_argument("--repeat", type=int, default=3, help="runs per tool and size; the median is printed")
+    parser.add_argument("--lines", type=int, nargs="+",
+                        help="sizes in lines (default 1000000 3000000, none with --everyday)")
+    parser.add_argument("--everyday", action="store_true",
+                        help="the everyday files: DL19-size (43 queries x 1,000) and one query, tieaware eval "
+                             "first run after install and warm; only these unless --lines is given")
+    parser.add_argument("--repeat", "--repeats", type=int, default=3,
+                        help="runs per tool and size; the median is printed")
     parser.add_argument("--scores", choices=list(SCORES), default="two-decimals",
                         help="two-decimal scores (bf16-like ties) or fp32 scores written by Python's repr")
     parser.add_argument("--trec-eval", type=Path, help="a trec_eval binary")
@@ -232,6 +335,8 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, help="where to write the files (default: a temporary folder)")
     parser.add_argument("--markdown", metavar="PATH", help="also write the tables into PATH's section")
     args = parser.parse_args()
+    if args.lines is None:
+        args.lines = [] if args.everyday else [1_000_000, 3_000_000]
     with tempfile.TemporaryDirectory(prefix="bench-trec-files-", dir=args.folder) as tmp:
         folder = Path(tmp)
         trec_eval = args.trec_eval
@@ -240,14 +345,36 @@ def main() -> None:
         if trec_eval is None:
             print("trec_eval: skipped (give --trec-eval BINARY or --trec-eval-src DIR to build it from source)")
         small_qrels, small_run = write_files(folder, 2 * DOCS, seed=1)
-        # compile the numba caches once, and write the Python bytecode an installed package has (pip
-        # compiles it; an editable install under PYTHONDONTWRITEBYTECODE would compile every module each run)
-        writes_bytecode = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-        for command in tools(trec_eval, False).values():
-            measure(fill(command, small_qrels, small_run, small_run), writes_bytecode)
-        print(f"{_report.cores()} CPUs; median of {args.repeat} runs; metrics {', '.join(METRICS)}")
+        # compile the numba caches once, and write the Python bytecode an installed package has
+        warming = [*([tools(trec_eval, False)] if args.lines else []),
+                   *([tools(trec_eval, False, EVERYDAY_METRICS, readers=False)] if args.everyday else [])]
+        for chosen in warming:
+            for command in chosen.values():
+                measure(fill(command, small_qrels, small_run, small_run), bytecode_env())
+        if args.lines:
+            print(f"{_report.cores()} CPUs; median of {args.repeat} runs; metrics {', '.join(METRICS)}")
         tables = [one_size(lines, folder, trec_eval, small_run, args) for lines in args.lines]
-    if args.markdown:
+        if args.everyday:
+            print(f"\n{_report.cores()} CPUs; median of {args.repeat} runs, and min-max; metrics "
+                  f"{', '.join(EVERYDAY_METRICS)}")
+        everyday = [everyday_size(*size, folder, trec_eval, small_run, args)
+                    for size in (EVERYDAY if args.everyday else ())]
+    if args.markdown and everyday:
+        ratios = " and" if trec_eval else ""
+        body = (f"The files one evaluates every day: a DL19-size run (43 queries x {DOCS:,} documents) and a one-query "
+                f"run, scores with three decimals, graded qrels (grades 0-3). Each tool in a process of its own on "
+                f"`-m {' -m '.join(EVERYDAY_METRICS)}` (ranx: {', '.join(RANX_NAMES[m] for m in EVERYDAY_METRICS)}), "
+                f"wall time (median of {args.repeat} runs taken in turns, and min-max) and median peak RSS of the "
+                f"process; ratios to{' trec_eval (built from source)' + ratios if trec_eval else ''} the Python "
+                "process that parses the files into dicts and runs pytrec_eval. `tieaware eval` runs twice in each "
+                "turn: the first run after install (an empty `NUMBA_CACHE_DIR`, Python's bytecode already written, "
+                "as pip does) and warm (a `NUMBA_CACHE_DIR` an earlier run filled); ranx's numba cache is warm. Linux "
+                "counts this script's memory in a child's peak RSS: the floor, the peak RSS of `true`, is in each "
+                "title, and a tool at the floor used less."
+                "\n\n" + "\n".join(everyday))
+        _report.write_section(args.markdown, "bench_trec_files_everyday",
+                              "TREC files on the command line, everyday sizes (bench_trec_files.py)", body)
+    if args.markdown and tables:
         described, label, suffix = SCORES[args.scores]
         body = (f"A synthetic run (queries x {DOCS:,} documents, {described}) and its qrels; each tool in a process "
                 f"of its own on `-m {' -m '.join(METRICS)}`, wall time and peak RSS of the process, median of "
