@@ -1,7 +1,7 @@
 """The kernels compiled when tieaware is installed, and the build that compiles them with numba's ``pycc``.
 
-`SIGNATURES` lists, per kernel called from Python on the everyday paths (reading TREC files and
-dicts into tie groups, tie orders, every metric family, the tie census), the argument types it is
+`SIGNATURES` lists, per kernel called from Python on the everyday paths (reading TREC files, dicts
+and ranx Runs into tie groups, tie orders, every metric family, the tie census), the argument types it is
 called with, in `backend.type_key`'s notation. ``setup.py`` builds them into one extension module,
 ``tieaware.kernels._compiled`` (`extension`): the same Python functions numba's JIT compiles,
 typed here instead of at the first call, compiled for a generic x86-64 (or the build machine's
@@ -31,6 +31,8 @@ SIGNATURES: dict[str, list[tuple[str, ...]]] = {
     "trec.first_repeat": [(_U32, _I64, _I64, _I64, "uint64")],
     "groups.read_chunk": [(_I64, _F64, _U32, _I64, _I64, "bool", _I64, _U32, _I64, _I64, _F64, "int64", _SCRATCH,
                            _GROUP_ARRAYS, _I64, _I64, _I64, _I64, "uint64")],
+    "groups.group_chunk": [(_I64, "int64", "int64", _F64, _U32, _I64, _I64, "bool[::1]", "uint64[::1]", _I64, _U32,
+                            _I64, _I64, _F64, _SCRATCH, _GROUP_ARRAYS, _I64, _I64, _I64, "int64", "uint64")],
     "groups.argsort_segments": [(_F64, _I64)],
     "tiebreak.ranx_ranks": [(_I64, _F64, *[_I64] * 6, "bool[::1]", "int64", _I64)],
     "census._census_sorted": [(_I64, _F64, _I64, "float64[:, :, ::1]")],

@@ -22,7 +22,7 @@ numba issue #10128 for the same race in gufuncs.
   platform has it), so concurrent compiles do not drop each other's entries.
 
 numba also stamps a function's cache with its own source file only, while a kernel
-inlines kernels of other modules (`groups.query_groups` into `readers.typed_dicts.group_chunk`):
+inlines kernels of other modules (`binary64.nearest_double` into `trec.scan`):
 after an edit of, or an update to, those modules it would load the old machine code.
 `VerifiedFunctionCache` adds a digest of the contents of every module of `tieaware.kernels`
 (`backend.sources_digest`) to the stamp: not their times, which a reinstall changes, so a

@@ -502,7 +502,7 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
 
     Four stages, each its own function (numba compiles four small functions several times faster
     than one large one): `_find_judged`, `_order_members`, `_place_scores`, `_rank_in_groups`.
-    Inlined into `read_chunk` and `readers.typed_dicts.group_chunk`: not compiled on its own.
+    Inlined into `read_chunk` and `group_chunk`: not compiled on its own.
     """
     for i in range(scores.shape[0]):
         if np.isnan(scores[i]):
@@ -549,3 +549,48 @@ def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, separated, qrel_offsets
         n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
         cursor[0] += members
     return True
+
+
+@kernel(inline="always")
+def hashed_item(key_hash, value, bits, as_int):
+    """What a ranx Run's fingerprint (`readers.typed_dicts.fingerprint`) folds in for one (id, value):
+    `mix64` of the id's hash xor the value's float64 bits. Mixed, since round values (integer grades,
+    0.5) differ only in a few high bits: folded raw, two of them trading places could cancel out."""
+    bits[0] = value
+    return mix64(key_hash ^ as_int[0])
+
+
+@kernel(nogil=True)
+def group_chunk(offsets, q_lo, q_hi, scores, codes, id_lo, id_hi, present, qid_hash, qrel_offsets, jcodes, j_lo,
+                j_hi, grades, work, out, n_members, n_groups, first_nan, m0, seed):
+    """Fill the judged groups of queries q_lo..q_hi-1 of a ranx Run (`query_groups`, members written
+    in query order from m0) from their copy by `readers.typed_dicts.run_chunk`, their judgments CSR by
+    qrel_offsets (ids in jcodes); returns these queries' part of the Run's fingerprint
+    (`readers.typed_dicts.fingerprint`), (hash from 0, values folded), when the queries are its
+    queries in its order. Reads no typed dict: releases the GIL, so the next chunk is copied
+    meanwhile (`tieaware.readers.ranx`)."""
+    doc_hash = np.empty(scores.shape[0], np.uint64)
+    doc_key = np.empty(scores.shape[0], np.uint64)
+    bits = np.empty(1, np.float64)
+    as_int = bits.view(np.uint64)
+    h = np.uint64(0)
+    folded = 0
+    cursor = m0
+    base = offsets[q_lo]
+    for q in range(q_lo, q_hi):
+        n_members[q], n_groups[q], first_nan[q] = 0, 0, -1
+        if not present[q - q_lo]:
+            continue
+        lo, hi = offsets[q] - base, offsets[q + 1] - base
+        a, b = qrel_offsets[q], qrel_offsets[q + 1]
+        h = fold(fold(h, qid_hash[q - q_lo]), np.uint64(hi - lo))
+        folded += 2 + hi - lo
+        for i in range(lo, hi):
+            doc_hash[i] = id_hash(codes, id_lo[i], id_hi[i], seed)
+            h = fold(h, hashed_item(doc_hash[i], scores[i], bits, as_int))
+        members, groups, nan_at = query_groups(scores[lo:hi], codes, id_lo[lo:hi], id_hi[lo:hi], doc_hash[lo:hi],
+                                               doc_key[lo:hi], jcodes, j_lo[a:b], j_hi[a:b], grades[a:b], work,
+                                               out, cursor, seed)
+        n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
+        cursor += members
+    return h, folded

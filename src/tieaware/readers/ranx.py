@@ -2,7 +2,7 @@
 
 The Run's typed dicts are read by `readers.typed_dicts` (jitted, holding the GIL: another thread
 may change them); each copied chunk is grouped on worker threads without the GIL
-(`typed_dicts.group_chunk`). A Run changed by another thread between two kernels raises
+(`kernels.groups.group_chunk`). A Run changed by another thread between two kernels raises
 `typed_dicts.ChangedWhileReadError`, and `readers.pairs` reads a `typed_dicts.frozen` copy.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import threads
 from ..errors import InputError
-from ..kernels.groups import SEED
+from ..kernels.groups import SEED, group_chunk
 from ..kernels.tiebreak import RANX_ARGSORT_NEGATED
 from . import typed_dicts
 from .judgments import Judgments
@@ -23,7 +23,7 @@ def from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys: 
     which are `query_ids` unless ``make_comparable``. The judgments are read first (`Judgments`); the
     Run in chunks of whole queries (about `CHUNK_DOCS` documents), each copied holding the GIL
     (`typed_dicts.run_chunk`) while worker threads group the chunks before without it
-    (`typed_dicts.group_chunk`, one chunk in flight per thread: `threads.pipelined`)."""
+    (`kernels.groups.group_chunk`, one chunk in flight per thread: `threads.pipelined`)."""
     if make_comparable:
         typed_ids = typed_dicts.typed(query_ids)
         offsets = typed_dicts.run_sizes(run.run, typed_ids)
@@ -47,7 +47,7 @@ def from_ranx_run(qrels, run, query_ids: list, make_comparable: bool, run_keys: 
 
     # chunk i takes the scratch of chunk i - len(works), done by then (`threads.pipelined`)
     calls = (copied(i, lo, hi) for i, (lo, hi) in enumerate(ranges))
-    parts = list(threads.pipelined(typed_dicts.group_chunk, calls, len(works) if len(works) > 1 else 0))
+    parts = list(threads.pipelined(group_chunk, calls, len(works) if len(works) > 1 else 0))
     bad = np.flatnonzero(groups.first_nan >= 0)
     if bad.size:
         q = int(bad[0])

@@ -5,8 +5,8 @@ longest doc id) and qrels likewise with int64 grades. Calling into such dicts
 from Python costs a call into numba per lookup, so every pass over them runs in numba:
 
 * `run_chunk`: one pass over the items of a chunk of queries, copying the
-  scores and the ids' code points into flat arrays; `group_chunk` then hashes
-  the copy and builds its judged groups with `kernels.groups.query_groups`
+  scores and the ids' code points into flat arrays; `kernels.groups.group_chunk`
+  then hashes the copy and builds its judged groups with `kernels.groups.query_groups`
   (shared with the reader of Python dicts), the judgments read before by
   `qrels_arrays`. Ids are read as code points, never turned into strings (a
   typed-dict lookup by string builds a numba string); code point order is the order
@@ -18,8 +18,8 @@ from Python costs a call into numba per lookup, so every pass over them runs in 
   code points (`key_codes`, `typed_keys`).
 * `fingerprint`: a hash of every id and value, so a cached conversion is
   served only while the objects still hold the same data (ranx's ``add_score``
-  and friends mutate the typed dicts in place); `group_chunk` returns its parts
-  for the Run on the way.
+  and friends mutate the typed dicts in place); `kernels.groups.group_chunk` returns
+  its parts for the Run on the way.
 
 No kernel that reads a typed dict releases the GIL: a typed dict read without
 it could be changed meanwhile by Python code on another thread
@@ -29,11 +29,12 @@ Python steps; a dict changed between two kernels (sizes read by `run_sizes`,
 items by `run_chunk` or `run_scores`) is noticed by comparing sizes, and the
 readers report it (`changed`) instead of writing past arrays sized before;
 `tieaware.readers.pairs` then reads a `frozen` copy. So the GIL-holding part is
-a plain copy: `group_chunk` works on it without the GIL, on worker threads,
-while the next chunk is copied; each chunk hashes from 0 and `joined` combines the
+a plain copy: `kernels.groups.group_chunk` works on it without the GIL, on worker
+threads, while the next chunk is copied; each chunk hashes from 0 and `joined` combines the
 parts into the hash one pass (`fingerprint`) gives. The typed-dict readers compile once per
 doc-id width (numba specialises on the dict types, as ranx's own kernels do);
-`group_chunk` and the group kernels take plain arrays and compile once.
+`kernels.groups.group_chunk` and the group kernels take plain arrays and ship compiled
+(`tieaware.kernels.ahead_of_time`).
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ from numba.typed import List
 
 from ..errors import InputError
 from ..kernels import kernel
-from ..kernels.groups import ODD, code_at, fold, id_hash, mix64, query_groups
+from ..kernels.groups import ODD, code_at, fold, hashed_item, id_hash
 from ..kernels.numba_compat import (
     PY_UNICODE_1BYTE_KIND,
     PY_UNICODE_2BYTE_KIND,
@@ -120,15 +121,6 @@ def _appended(codes, used, key):
     for t in range(n):
         codes[used + t] = code_at(key, t)
     return codes
-
-
-@kernel(inline="always")
-def _item(key_hash, value, bits, as_int):
-    """What the fingerprint folds in for one (id, value): `mix64` of the id's hash xor the value's
-    float64 bits. Mixed, since round values (integer grades, 0.5) differ only in a few high bits:
-    folded raw, two of them trading places could cancel out."""
-    bits[0] = value
-    return mix64(key_hash ^ as_int[0])
 
 
 @kernel
@@ -261,7 +253,7 @@ def _id_width_impl(td):
 
 @kernel
 def run_chunk(run_td, query_ids, q_lo, q_hi, offsets, seed):
-    """A copy of queries q_lo..q_hi-1 of a Run's typed dict, for `group_chunk`: (scores, codes, id_lo,
+    """A copy of queries q_lo..q_hi-1 of a Run's typed dict, for `kernels.groups.group_chunk`: (scores, codes, id_lo,
     id_hi) per document in the dict's order, id i being codes[id_lo[i]:id_hi[i]]; per query
     whether the dict holds it and its id's `id_hash`; and whether the dict no longer has the sizes
     `offsets` were read from (then it stops there: `changed`). A plain pass holding the GIL (see
@@ -300,41 +292,6 @@ def run_chunk(run_td, query_ids, q_lo, q_hi, offsets, seed):
     return scores, codes[:c], id_lo, id_hi, present, qid_hash, False
 
 
-@kernel(nogil=True)
-def group_chunk(offsets, q_lo, q_hi, scores, codes, id_lo, id_hi, present, qid_hash, qrel_offsets, jcodes, j_lo,
-                j_hi, grades, work, out, n_members, n_groups, first_nan, m0, seed):
-    """Fill the judged groups of queries q_lo..q_hi-1 (`kernels.groups.query_groups`, members written
-    in query order from m0) from their copy by `run_chunk`, their judgments CSR by qrel_offsets (ids
-    in jcodes); returns these queries' part of the Run's `fingerprint`, (hash from 0, values folded),
-    when the queries are its queries in its order. Reads no typed dict: releases the GIL, so the next
-    chunk is copied meanwhile (`tieaware.readers.ranx`)."""
-    doc_hash = np.empty(scores.shape[0], np.uint64)
-    doc_key = np.empty(scores.shape[0], np.uint64)
-    bits = np.empty(1, np.float64)
-    as_int = bits.view(np.uint64)
-    h = np.uint64(0)
-    folded = 0
-    cursor = m0
-    base = offsets[q_lo]
-    for q in range(q_lo, q_hi):
-        n_members[q], n_groups[q], first_nan[q] = 0, 0, -1
-        if not present[q - q_lo]:
-            continue
-        lo, hi = offsets[q] - base, offsets[q + 1] - base
-        a, b = qrel_offsets[q], qrel_offsets[q + 1]
-        h = fold(fold(h, qid_hash[q - q_lo]), np.uint64(hi - lo))
-        folded += 2 + hi - lo
-        for i in range(lo, hi):
-            doc_hash[i] = id_hash(codes, id_lo[i], id_hi[i], seed)
-            h = fold(h, _item(doc_hash[i], scores[i], bits, as_int))
-        members, groups, nan_at = query_groups(scores[lo:hi], codes, id_lo[lo:hi], id_hi[lo:hi], doc_hash[lo:hi],
-                                               doc_key[lo:hi], jcodes, j_lo[a:b], j_hi[a:b], grades[a:b], work,
-                                               out, cursor, seed)
-        n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
-        cursor += members
-    return h, folded
-
-
 @kernel
 def _hashed_items(td, seed):
     """`fingerprint` from 0 of every query of `td` in its order: (hash, values folded), in one pass."""
@@ -346,7 +303,7 @@ def _hashed_items(td, seed):
         h = fold(fold(h, id_hash(qid, 0, len(qid), seed)), np.uint64(len(inner)))
         folded += 2 + len(inner)
         for key, value in inner.items():
-            h = fold(h, _item(id_hash(key, 0, len(key), seed), value, bits, as_int))
+            h = fold(h, hashed_item(id_hash(key, 0, len(key), seed), value, bits, as_int))
     return h, folded
 
 
@@ -361,9 +318,9 @@ def joined(seed, parts) -> int:
 
 def fingerprint(td, seed) -> int:
     """A polynomial hash from `seed` folding in, in iteration order, every query id (`id_hash`) and
-    its size, and each (id, value) (`_item`): any change of an id, a value or the order shows (but
+    its size, and each (id, value) (`kernels.groups.hashed_item`): any change of an id, a value or the order shows (but
     for a 64-bit hash's chance; ids cannot be built to collide without the seed). One kernel, holding
-    the GIL, so the dict is hashed as it is at one moment; `group_chunk` returns the parts of the same
+    the GIL, so the dict is hashed as it is at one moment; `kernels.groups.group_chunk` returns the parts of the same
     hash for a Run read in its own order (`joined`)."""
     return joined(seed, [_hashed_items(td, seed)])
 
