@@ -150,14 +150,17 @@ def test_numba_configuration_is_left_alone(import_ranx):
 def test_warmup_covers_every_family_and_reports_its_steps():
     assert all(parse_metric(f.warmup).family == name for name, f in FAMILIES.items())
     out = io.StringIO()
-    summary = tieaware.warmup(file=out)
+    summary = tieaware.warmup(file=out, ranx_id_lengths=[3])
     text = out.getvalue()
-    assert set(summary) == {"steps", "seconds", "compiled", "loaded", "cache_dir"}
+    assert set(summary) == {"steps", "seconds", "compiled", "loaded", "cache_dir", "ahead_of_time"}
     assert summary["seconds"] >= sum(summary["steps"].values()) - 1e-9
     for label in summary["steps"]:
         assert label in text
     assert "done in" in text and "ranx's tie order" in text and "tie census" in text and "TREC file reader" in text
-    assert tieaware.warmup(verbose=False)["compiled"] == 0  # everything is compiled now
+    assert "ids of 3 characters" in text
+    assert tieaware.warmup(verbose=False, ranx_id_lengths=[3])["compiled"] == 0  # everything is compiled now
+    with pytest.raises(tieaware.InputError, match="positive"):
+        tieaware.warmup(verbose=False, ranx_id_lengths=[0])
 
 
 def test_warmup_command(capsys):
@@ -166,8 +169,10 @@ def test_warmup_command(capsys):
 
 
 def test_a_second_process_compiles_nothing(tmp_path):
-    """Argument types are stable, so what one process compiled, the next one loads from numba's cache."""
-    code = "import json, tieaware; s = tieaware.warmup(verbose=False); print(json.dumps([s['compiled'], s['loaded']]))"
+    """Argument types are stable, so what one process compiled (the ranx readers, or every kernel under
+    the JIT), the next one loads from numba's cache."""
+    code = ("import json, tieaware; s = tieaware.warmup(verbose=False, ranx_id_lengths=[2]); "
+            "print(json.dumps([s['compiled'], s['loaded']]))")
     env = {"NUMBA_CACHE_DIR": str(tmp_path)}
     first = _run_python(code, env)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -180,15 +185,17 @@ def test_a_second_process_compiles_nothing(tmp_path):
 
 def test_pipelined_compiles_on_the_calling_thread_and_keeps_call_order():
     """numba compiles (or loads) a kernel in the thread that first calls it, and code loaded on a
-    worker thread stays in that thread's malloc arena: `threads.pipelined` compiles on the caller's
-    thread before any worker calls it; results come back in the order of the calls."""
+    worker thread stays in that thread's malloc arena: `threads.pipelined` has a kernel the JIT
+    serves compiled on the caller's thread before any worker calls it; results come back in the
+    order of the calls."""
     import threading
 
     import numba
 
     from tieaware import threads
+    from tieaware.kernels import kernel
 
-    @numba.njit(nogil=True)
+    @kernel(nogil=True)
     def weighted_sum(values, weight):
         return (values * weight).sum()
 
@@ -196,7 +203,7 @@ def test_pipelined_compiles_on_the_calling_thread_and_keeps_call_order():
     compiled_on = []
 
     def recording(self, signature):
-        if self is weighted_sum:
+        if self is weighted_sum.dispatcher:
             compiled_on.append(threading.get_ident())
         return dispatcher_compile(self, signature)
 
@@ -238,11 +245,10 @@ def test_pipelined_hands_each_call_over_before_the_one_that_reuses_its_place(wor
     """`threads.pipelined` yields results in call order; when call i's result is yielded, at most
     `workers` calls beyond it have been prepared (so memory holds `workers` + 1 chunks and call
     i + `workers` may take call i's scratch), and all of them while the earlier calls ran."""
-    import numba
-
     from tieaware import threads
+    from tieaware.kernels import kernel
 
-    @numba.njit(nogil=True)
+    @kernel(nogil=True)
     def square(x):
         return x * x
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tieaware.kernels import backend
+from tieaware.kernels import stamp
 from tieaware.kernels.disk_cache import VerifiedCacheFile, VerifiedFunctionCache
 
 
@@ -30,30 +30,31 @@ def test_a_kernel_cache_is_stamped_with_the_contents_of_every_kernel_module():
     from tieaware.readers import typed_dicts
 
     cache = typed_dicts.run_chunk.jitted()._cache
-    assert cache._cache_file._source_stamp == (cache._impl.locator.get_source_stamp(), backend.sources_digest())
+    assert cache._cache_file._source_stamp == (cache._impl.locator.get_source_stamp(), stamp.sources_digest())
 
 
 def test_the_sources_digest_follows_contents_not_times(tmp_path):
     """A reinstall gives the files new times and the same contents: the disk cache and the compiled
     module still serve. Any change of a kernel's source changes the digest; the modules that only
-    compile and serve kernels (`backend.MACHINERY`) do not."""
+    compile and serve kernels (`stamp.MACHINERY`) do not."""
     import shutil
 
     root = tmp_path / "kernels"
-    shutil.copytree(Path(backend.__file__).parent, root, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
-    first = backend.sources_digest(root)
-    assert first == backend.sources_digest()
+    shutil.copytree(Path(stamp.__file__).parent, root, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    first = stamp.sources_digest(root)
+    assert first == stamp.sources_digest()
     groups = root / "groups.py"
     os.utime(groups, (0, 0))
-    assert backend.sources_digest.__wrapped__(root) == first
+    assert stamp.sources_digest.__wrapped__(root) == first
     groups.write_text(groups.read_text() + "\n# edited\n")
-    assert backend.sources_digest.__wrapped__(root) != first
+    assert stamp.sources_digest.__wrapped__(root) != first
     groups.write_text(groups.read_text().removesuffix("\n# edited\n"))
     (root / "backend.py").write_text((root / "backend.py").read_text() + "\n# edited\n")
+    (root / "stamp.py").write_text((root / "stamp.py").read_text() + "\n# edited\n")
     (root / "families" / "dcg.py").write_text((root / "families" / "dcg.py").read_text())
-    assert backend.sources_digest.__wrapped__(root) == first
+    assert stamp.sources_digest.__wrapped__(root) == first
     (root / "families" / "dcg.py").write_text((root / "families" / "dcg.py").read_text() + " ")
-    assert backend.sources_digest.__wrapped__(root) != first
+    assert stamp.sources_digest.__wrapped__(root) != first
 
 
 def _cache_file(tmp_path, stamp=(1.0, 10)):
@@ -165,9 +166,8 @@ _CHILD = textwrap.dedent("""
         want = tieaware.evaluate(qrels, run, METRICS)
         out[width] = max(float(np.max(np.abs((got[m].per_query - want[m].per_query).to_numpy())))
                          for m in METRICS)
-    from tieaware.readers import typed_dicts
-    print(json.dumps([out, sum(sum(k.dispatcher.stats.cache_misses.values()) for k in (typed_dicts.run_chunk,
-                                                                                     typed_dicts.run_sizes))]))
+    from tieaware.warming import kernels
+    print(json.dumps([out, sum(sum(k.dispatcher.stats.cache_misses.values()) for k in kernels() if k.dispatcher)]))
 """)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tieaware
-from tieaware.readers import pairs, typed_dicts
+from tieaware.readers import typed_dicts
 
 ranx = pytest.importorskip("ranx")
 METRICS = ["ndcg@10", "map", "mrr"]
@@ -111,4 +111,3 @@ def test_typed_dict_readers_hold_the_gil():
     """No typed-dict reader releases the GIL (what let another thread free a dict being read)."""
     for name in ("run_chunk", "_hashed_items", "run_sizes", "_scores", "qrels_arrays", "keys_and_sizes"):
         assert not getattr(typed_dicts, name).targetoptions.get("nogil", False), name
-    assert pairs.typed_dicts is typed_dicts

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from importlib import import_module
 
-from .backend import export_name, sources_digest
+from .backend import export_name
+from .stamp import sources_digest
 
 _I64, _F64, _U32, _I32, _U8 = "int64[::1]", "float64[::1]", "uint32[::1]", "int32[::1]", "uint8[::1]"
 _MOMENTS = "float64[:, ::1]"

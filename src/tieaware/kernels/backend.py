@@ -20,30 +20,14 @@ import hashlib
 import importlib
 import os
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .stamp import sources_digest
+
 #: the environment variable that, set to 1, makes the JIT serve every kernel
 FORCE_JIT_VARIABLE = "TIEAWARE_JIT"
-
-
-#: the modules of `tieaware.kernels` that hold no code of a kernel: how kernels are compiled and served
-MACHINERY = ("ahead_of_time.py", "backend.py", "disk_cache.py", "jit.py")
-
-
-@functools.lru_cache(maxsize=4)
-def sources_digest(root: Path = Path(__file__).resolve().parent) -> str:
-    """SHA-256 (hex, 16 digits) of the modules of `tieaware.kernels` (the folder ``root``) but
-    `MACHINERY`, names and contents, not times: the kernels' machine code is valid for these
-    sources only (a kernel inlines others')."""
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        if path.parent == root and path.name in MACHINERY:
-            continue
-        digest.update(str(path.relative_to(root).as_posix()).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
 
 
 def _load_compiled() -> tuple[Any, str]:
@@ -112,22 +96,29 @@ class Kernel:
         self.py_func = py_func
         self.targetoptions = flags  # read by numba's inliner, as on its dispatchers
         self.qualified = f"{py_func.__module__}.{py_func.__qualname__}"
-        functools.update_wrapper(self, py_func)  # type: ignore[arg-type]
+        functools.update_wrapper(self, py_func)
         self._compiled: dict = {}  # argument types -> compiled function, or None where COMPILED has none
         self.dispatcher = None  # numba's, once `jitted` made it
 
     def __call__(self, *args):
         if COMPILED is not None:
-            keys = tuple(type_key(arg) for arg in args)
-            function = self._compiled.get(keys, False)
-            if function is False:
-                function = None if None in keys else getattr(COMPILED, export_name(self.qualified, keys), None)
-                self._compiled[keys] = function
+            function = self.compiled_for(args)
             if function is not None:
                 return function(*args)
         else:
             _note_jit()
         return self.jitted()(*args)
+
+    def compiled_for(self, args: tuple):
+        """`COMPILED`'s function for these arguments' types (`type_key`), or None."""
+        keys = tuple(type_key(arg) for arg in args)
+        function = self._compiled.get(keys, False)
+        if function is False:
+            names = tuple(key for key in keys if key is not None)
+            found = len(names) == len(keys) and COMPILED is not None
+            function = getattr(COMPILED, export_name(self.qualified, names), None) if found else None
+            self._compiled[keys] = function
+        return function
 
     def prepare(self, *args) -> None:
         """Make the code for these arguments ready on the calling thread: nothing where compiled code
@@ -188,9 +179,7 @@ class JitOnly:
 
 def served_by(kernel: Kernel, *args) -> str:
     """"compiled" or "jit": which code a call of ``kernel`` with these arguments runs."""
-    keys = tuple(type_key(arg) for arg in args)
-    found = COMPILED is not None and None not in keys and hasattr(COMPILED, export_name(kernel.qualified, keys))
-    return "compiled" if found else "jit"
+    return "compiled" if COMPILED is not None and kernel.compiled_for(args) is not None else "jit"
 
 
 __all__ = ["COMPILED", "COMPILED_NOTE", "FORCE_JIT_VARIABLE", "JitOnly", "Kernel", "export_name", "kernel",

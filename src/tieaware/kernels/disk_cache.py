@@ -25,7 +25,7 @@ numba also stamps a function's cache with its own source file only, while a kern
 inlines kernels of other modules (`binary64.nearest_double` into `trec.scan`):
 after an edit of, or an update to, those modules it would load the old machine code.
 `VerifiedFunctionCache` adds a digest of the contents of every module of `tieaware.kernels`
-(`backend.sources_digest`) to the stamp: not their times, which a reinstall changes, so a
+(`stamp.sources_digest`) to the stamp: not their times, which a reinstall changes, so a
 cache kept across reinstalls of the same version (a CI cache folder) still serves.
 """
 from __future__ import annotations
@@ -34,8 +34,8 @@ import contextlib
 import hashlib
 import sys
 
-from .backend import sources_digest
 from .numba_compat import FunctionCache, IndexDataCacheFile
+from .stamp import sources_digest
 
 if sys.platform == "win32":  # no lock; the digest names and the key check keep loads correct
     fcntl = None
@@ -89,7 +89,7 @@ class VerifiedCacheFile(IndexDataCacheFile):
 
 class VerifiedFunctionCache(FunctionCache):
     """numba's cache of one function (locator, statistics) over a `VerifiedCacheFile`, stamped with
-    its own source file and `backend.sources_digest`."""
+    its own source file and `stamp.sources_digest`."""
 
     def __init__(self, py_func):
         super().__init__(py_func)

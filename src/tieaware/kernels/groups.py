@@ -39,6 +39,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import INNER, kernel
+from .backend import JitOnly
 
 # the id hashes' seed, drawn per process so that ids cannot be built in advance to collide in the
 # cache check; kernels take it as an argument (numba would freeze a global into its disk cache)
@@ -92,10 +93,8 @@ def group_slots(n_groups: np.ndarray, mem_offsets: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ ids
-def code_at(text, index):
-    """The code point at `index` of a code point array, a unicode string or a UnicodeCharSeq (no copy):
-    in kernels only (numba's overload: `intrinsics`)."""
-    raise TypeError("code_at runs inside numba kernels only")
+#: the code point at an index of a code point array, a unicode string or a UnicodeCharSeq (no copy)
+code_at = JitOnly("tieaware.kernels.intrinsics", "code_at")
 
 
 @kernel(inline="always")

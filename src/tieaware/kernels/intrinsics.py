@@ -11,7 +11,6 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-from .groups import code_at
 from .numba_compat import get_code_point, unicode_charseq_get_code
 
 
@@ -44,6 +43,12 @@ def double_of_bits(typingctx, bits):
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.DoubleType())
     return types.float64(types.uint64), codegen
+
+
+def code_at(text, index):
+    """The code point at `index` of a code point array, a unicode string or a UnicodeCharSeq (no copy):
+    in kernels only."""
+    raise TypeError("code_at runs inside numba kernels only")
 
 
 @overload(code_at)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from . import intrinsics  # noqa: F401  # registers the overloads kernels call (`groups.code_at`)
+from . import intrinsics  # noqa: F401  # registers the overload kernels call (`code_at`)
 from .disk_cache import VerifiedFunctionCache
 from .numba_compat import load_numba_arrays_without_scipy, use_cache
 
