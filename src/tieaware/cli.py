@@ -627,7 +627,7 @@ def cmd_merge(args) -> int:
 def cmd_warmup(args) -> int:
     from .warming import warmup
 
-    warmup()
+    warmup(ranx_id_lengths=args.ranx_id_length or ())
     return EXIT_OK
 
 
@@ -834,9 +834,14 @@ def build_parser() -> _Parser:
     dist.add_argument("--gpus-per-actor", type=float, default=0, help="GPUs each actor reserves (1 on a GPU cluster)")
     sc.set_defaults(handler=cmd_score)
 
-    wu = commands.add_parser("warmup", help="compile the numba kernels into numba's cache (CI images)",
-                             description="Compile every kernel once and write it to numba's on-disk cache "
-                             "(NUMBA_CACHE_DIR if set), so later first calls load instead of compiling.")
+    wu = commands.add_parser("warmup", help="compile the kernels numba's JIT serves into its cache (CI images)",
+                             description="Run every everyday path once, compiling into numba's on-disk cache "
+                             "(NUMBA_CACHE_DIR if set) the kernels that its JIT serves, so that later first calls "
+                             "load instead of compiling: the ranx readers, and every kernel where none shipped "
+                             "compiled ahead of time.")
+    wu.add_argument("--ranx-id-length", type=int, action="append", metavar="N",
+                    help="also compile the ranx Run/Qrels readers for a longest document id of N characters "
+                         "(repeatable)")
     wu.set_defaults(handler=cmd_warmup)
     parser.subcommands = commands.choices
     return parser

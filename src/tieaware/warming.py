@@ -9,9 +9,9 @@ A CI image or a container can pay that once at build time with ``tieaware warmup
 ``python -c "import tieaware; tieaware.warmup()"``), run as the user and with the
 ``NUMBA_CACHE_DIR`` the tests will have.
 
-numba specialises the ranx readers on the width of the document ids (numpy ``<U`` strings inside
-ranx's typed dicts): the warmup reads ranx objects whose ids are 1 to 64 characters long; a
-collection with longer ids compiles its own on first use.
+numba specialises the ranx readers on the length of the longest document id of each ``Run`` and
+``Qrels`` (ranx stores the ids as numpy ``<U{length}`` strings): the warmup compiles them for the
+lengths it is given (``ranx_id_lengths``; none by default).
 """
 from __future__ import annotations
 
@@ -20,11 +20,12 @@ import pkgutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from importlib import import_module
 from pathlib import Path
 from typing import Any, TextIO
 
+from .errors import InputError
 from .registry import FAMILIES
 
 # tiny, but with every case a kernel branches on: ties mixing relevant, non-relevant, negative and
@@ -81,30 +82,32 @@ def _read_a_trec_file() -> None:
         evaluate({"q1": {"d1": 1}}, path, "P@1", stream=True)
 
 
-def _read_ranx_objects() -> None:
-    """Evaluate ranx Qrels and Runs whose document ids are 1 to 64 characters long (see the module)."""
+def _read_ranx_objects(lengths: list[int]) -> None:
+    """Evaluate ranx Qrels and Runs whose longest document id has each of these lengths."""
     from ranx import Qrels, Run
 
     from .evaluation import evaluate
 
-    for width in (1, 2, 4, 8, 16, 32, 64):
-        doc = "d" * width
+    for length in lengths:
+        doc = "d" * length
         evaluate(Qrels({"q1": {doc: 1}}), Run({"q1": {doc: 0.5}}), "P@1")
 
 
-def warmup(verbose: bool = True, file: TextIO | None = None) -> dict[str, Any]:
+def warmup(verbose: bool = True, file: TextIO | None = None, ranx_id_lengths: Iterable[int] = ()) -> dict[str, Any]:
     """Compile, or load from numba's cache, every kernel that `evaluate`, `census` and ``tieaware eval``
     run through numba's JIT (`tieaware.kernels.backend`): where the package has its compiled kernels,
     the ranx readers only.
 
     Evaluates one metric of every family (`tieaware.registry.Family.warmup`) on a tiny synthetic
     qrels/run with each oblivious order (trec_eval, ranx, input, ir_measures), a tie census, a
-    TREC run file read (as ``tieaware eval``) and ranx ``Qrels``/``Run`` objects with document ids
-    of 1 to 64 characters; prints each step and its time.
+    TREC run file read (as ``tieaware eval``) and, for each of ``ranx_id_lengths``, ranx
+    ``Qrels``/``Run`` objects whose longest document id has that length; prints each step and its time.
 
     Args:
         verbose: print the steps, default True.
         file: where to print them, default ``sys.stdout``.
+        ranx_id_lengths: lengths of the longest document id of the ranx ``Run``/``Qrels`` objects
+            to be evaluated later (numba compiles their readers per length), default none.
 
     Returns:
         ``{"steps": {step: seconds}, "seconds": total, "compiled": n, "loaded": n,
@@ -113,11 +116,17 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict[str, Any]:
         counts the signatures of kernels compiled, and written to the cache, by this call;
         ``loaded`` those read from the cache.
 
+    Raises:
+        InputError: a length in ``ranx_id_lengths`` is not a positive integer.
+
     Examples:
         >>> summary = warmup(verbose=False)
         >>> sorted(summary)
         ['ahead_of_time', 'cache_dir', 'compiled', 'loaded', 'seconds', 'steps']
     """
+    lengths = list(ranx_id_lengths)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in lengths):
+        raise InputError(f"ranx_id_lengths must be positive integers, got {lengths!r}")
     start = time.perf_counter()
     steps: dict[str, float] = {}
     if verbose and file is None:
@@ -157,7 +166,9 @@ def warmup(verbose: bool = True, file: TextIO | None = None) -> dict[str, Any]:
     step("ir_measures' tie orders", lambda: evaluate(_QRELS, _RUN, ["RR@2", "nDCG@3"], oblivious="ir_measures"))
     step("tie census", lambda: modules["tie_census"].census(_RUN, ks=(1, 2, 10)))
     step("TREC file reader", _read_a_trec_file)
-    step("ranx Qrels and Run readers", _read_ranx_objects)
+    if lengths:
+        step(f"ranx Qrels and Run readers, ids of {', '.join(map(str, lengths))} characters",
+             functools.partial(_read_ranx_objects, lengths))
     after = _cache_counts(found)
     jitted = [k.dispatcher for k in found if k.dispatcher is not None]
     summary: dict[str, Any] = {"steps": steps, "seconds": time.perf_counter() - start, "compiled": after[0] - before[0],
