@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
 from tieaware.kernels.ahead_of_time import module_compiler  # noqa: E402
 from tieaware.kernels.numba_compat import pycc_objects  # noqa: E402
 
-COMPILER = module_compiler()
+NOT_COMPILED = "tieaware: the kernels were not compiled ahead of time ({}); numba compiles each on its first use"
 
 
 class BuildKernels(build_ext):
@@ -22,13 +22,23 @@ class BuildKernels(build_ext):
     def build_extension(self, ext):
         try:
             Path(self.build_temp).mkdir(parents=True, exist_ok=True)
-            ext.extra_objects = pycc_objects(COMPILER, self.build_temp)
+            ext.extra_objects = pycc_objects(ext.kernels, self.build_temp)
             super().build_extension(ext)
         except Exception as error:  # noqa: BLE001 - any failure leaves the JIT to serve
-            print(f"tieaware: the kernels were not compiled ahead of time ({error}); numba compiles each on "
-                  "its first use", file=sys.stderr)
+            print(NOT_COMPILED.format(error), file=sys.stderr)
 
 
-KERNELS = sorted(str(path) for path in Path("src/tieaware/kernels").rglob("*.py"))  # rebuilt when one changes
-extension = COMPILER.distutils_extension(optional=True, depends=KERNELS)
-setup(ext_modules=[extension], cmdclass={"build_ext": BuildKernels})
+def extensions() -> list:
+    """The compiled kernels' extension module, or none where numba's pycc finds no C compiler."""
+    try:
+        compiler = module_compiler()
+    except Exception as error:  # noqa: BLE001 - numba.pycc raises RuntimeError without a C compiler
+        print(NOT_COMPILED.format(error), file=sys.stderr)
+        return []
+    kernels = sorted(str(path) for path in Path("src/tieaware/kernels").rglob("*.py"))  # rebuilt when one changes
+    extension = compiler.distutils_extension(optional=True, depends=kernels)
+    extension.kernels = compiler
+    return [extension]
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": BuildKernels})

@@ -3,6 +3,7 @@ refused when stale, equal bit for bit to numba's JIT, and never handed argument 
 compiled for."""
 import importlib
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -108,3 +109,28 @@ def test_the_compiled_kernels_equal_the_jit_bit_for_bit(monkeypatch, tmp_path, o
     assert len(compiled) == len(jitted) == 2 * 5 * len(METRICS)
     for a, b in zip(compiled, jitted):
         assert a.tobytes() == b.tobytes()
+
+
+def test_without_the_module_the_jit_serves_and_says_so_once(monkeypatch):
+    """An install without a C compiler has no compiled module: the JIT serves every kernel, and the
+    first kernel call of the process warns why, once."""
+    real_import = importlib.import_module
+
+    def no_compiled(name, *args):
+        if name.endswith("._compiled"):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args)
+
+    monkeypatch.delenv(backend.FORCE_JIT_VARIABLE, raising=False)
+    monkeypatch.setattr(importlib, "import_module", no_compiled)
+    module, note = backend._load_compiled()
+    assert module is None and note.startswith("no kernels compiled ahead of time")
+    monkeypatch.setattr(backend, "COMPILED", None)
+    monkeypatch.setattr(backend, "COMPILED_NOTE", note)
+    monkeypatch.setattr(backend, "_note_pending", True)
+    keys, offsets = np.array([0.5, 0.5, 0.25]), np.array([0, 3])
+    with pytest.warns(RuntimeWarning, match="no kernels compiled ahead of time"):
+        first = argsort_segments(keys, offsets)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.array_equal(argsort_segments(keys, offsets), first)
