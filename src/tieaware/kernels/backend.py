@@ -125,7 +125,7 @@ class Kernel:
         serves them, else the JIT compiles it or loads it from the disk cache, as numba does on the
         first call in whichever thread makes it (code loaded on a worker thread lives in that thread's
         malloc arena instead of the main heap, which raises peak memory)."""
-        if served_by(self, *args) == "jit":
+        if COMPILED is None or self.compiled_for(args) is None:
             dispatcher = self.jitted()
             dispatcher.compile(tuple(map(dispatcher.typeof_pyval, args)))
 

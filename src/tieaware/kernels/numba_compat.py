@@ -13,7 +13,6 @@ pyproject.toml's dependencies). What they are for:
 * `trailing_zeros` (count trailing zero bits, LLVM's ``cttz``): the TREC scan's 8-bytes-at-a-time
   search for the end of a token; `leading_zeros` (``ctlz``): normalising a decimal's digits
   (`binary64.nearest_double`);
-* `Dispatcher`, the type of a jitted function (``tieaware warmup`` finds the kernels by it);
 * `pycc`: numba's ahead-of-time compiler (``numba.pycc``, pending deprecation since numba 0.57), and
   `pycc_objects`: object files of a ``CC``'s module (its ``distutils_extension`` links them), with
   the GIL released around every exported function, as ``nogil=True`` does for the JIT; `signature`,
@@ -35,7 +34,6 @@ TESTED = ("0.58", "0.69")
 
 try:
     from numba.core.caching import FunctionCache, IndexDataCacheFile
-    from numba.core.dispatcher import Dispatcher
     from numba.core.registry import cpu_target
     from numba.core.typing import signature
     from numba.cpython.charseq import unicode_charseq_get_code
@@ -59,7 +57,7 @@ def use_cache(dispatcher: Any, cache: Any) -> None:
     dispatcher._cache = cache
 
 
-__all__ = ["TESTED", "PY_UNICODE_1BYTE_KIND", "PY_UNICODE_2BYTE_KIND", "PY_UNICODE_4BYTE_KIND", "Dispatcher",
+__all__ = ["TESTED", "PY_UNICODE_1BYTE_KIND", "PY_UNICODE_2BYTE_KIND", "PY_UNICODE_4BYTE_KIND",
            "FunctionCache", "IndexDataCacheFile", "empty_string", "get_code_point", "leading_zeros",
            "set_code_point", "load_numba_arrays_without_scipy", "pycc", "pycc_objects", "signature", "trailing_zeros",
            "typing_of", "unicode_charseq_get_code", "use_cache"]
