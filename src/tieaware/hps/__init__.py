@@ -1,7 +1,8 @@
 """High-Precision Scoring: score with torch/transformers models in bf16/fp16 and compute the final
 scoring step in fp32, so low-precision inference does not create artificial score ties.
 
-CrossEncoder, YesNoReranker, GradeReranker and BiEncoder turn a model into a ranx Run (`rerank` / `search`); `sweep`
+CrossEncoder, YesNoReranker, GradeReranker, BiEncoder and MultiVectorEncoder (ColBERT-style MaxSim) turn a model
+into a ranx Run (`rerank` / `search`); `sweep`
 runs one model in several precision regimes and reports what ties do to the metrics (needs the
 tieaware evaluation core). BiEncoder(quantize='int8' | 'binary' | ...) retrieves in a quantized space
 (tieaware.hps.quantize: QuantizedIndex, integer dot product / Hamming scores, fp32 rescoring).
@@ -19,9 +20,10 @@ from ._common import TieWarning
 from .bi_encoder import BiEncoder
 from .cross_encoder import CrossEncoder
 from .grade import GradeReranker, run_from_logprobs
+from .multi_vector import MultiVectorEncoder
 from .quantize import QuantizedIndex
 from .sweep import sweep
 from .yes_no import YesNoReranker
 
-__all__ = ["BiEncoder", "CrossEncoder", "GradeReranker", "QuantizedIndex", "TieWarning", "YesNoReranker",
-           "run_from_logprobs", "sweep"]
+__all__ = ["BiEncoder", "CrossEncoder", "GradeReranker", "MultiVectorEncoder", "QuantizedIndex", "TieWarning",
+           "YesNoReranker", "run_from_logprobs", "sweep"]

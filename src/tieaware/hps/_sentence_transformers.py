@@ -5,8 +5,10 @@ folder saved by sentence-transformers (``modules.json``, ``sentence_bert_config.
 Both give a transformers model plus the settings sentence-transformers applies around it: truncation length,
 pooling and normalisation (embedding models), activation (cross-encoders). The scorers reproduce that pipeline
 themselves (one forward pass, scoring step in fp32 under HPS), so only pipelines they can reproduce are
-accepted: Transformer -> Pooling (mean / cls / lasttoken) -> optional Normalize, or a Transformer with a
-sequence-classification head. Anything else is an error naming the module, never a silently different score.
+accepted: Transformer -> Pooling (mean / cls / lasttoken) -> optional Normalize, a Transformer with a
+sequence-classification head, a causal-LM Transformer -> LogitScore (a loaded CrossEncoder), or a
+MultiVectorEncoder's Transformer -> Dense* -> MultiVectorMask? -> Normalize?. Anything else is an error naming
+the module, never a silently different score.
 sentence-transformers itself is not imported here: a loaded object is recognised by its class name.
 """
 from __future__ import annotations
@@ -30,13 +32,20 @@ ACTIVATION_NAMES = {"Sigmoid": "sigmoid", "Identity": "identity"}
 NO_LENGTH_LIMIT = 1_000_000
 
 
+#: the loaded sentence-transformers classes the scorers take, and the scorer each goes to
+KINDS = {"SentenceTransformer": "tieaware.hps.BiEncoder", "CrossEncoder": "tieaware.hps.CrossEncoder",
+         "MultiVectorEncoder": "tieaware.hps.MultiVectorEncoder"}
+#: modules a MultiVectorEncoder may have after its Transformer (their fp32 copies score under hps='head')
+MULTI_VECTOR_MODULES = ("Dense", "MultiVectorMask", "Normalize")
+
+
 def sentence_transformers_kind(model: object) -> str | None:
-    """'SentenceTransformer' or 'CrossEncoder' for a loaded sentence-transformers object, else None."""
+    """'SentenceTransformer', 'CrossEncoder' or 'MultiVectorEncoder' for a loaded sentence-transformers
+    object, else None."""
     if "sentence_transformers" not in sys.modules:  # no sentence-transformers object can exist
         return None
     for cls in type(model).__mro__:
-        if cls.__module__.startswith("sentence_transformers") and cls.__name__ in ("SentenceTransformer",
-                                                                                   "CrossEncoder"):
+        if cls.__module__.startswith("sentence_transformers") and cls.__name__ in KINDS:
             return cls.__name__
     return None
 
@@ -66,14 +75,15 @@ def pooling_name(mode: str | tuple[str, ...] | list[str], where: str) -> str:
 def unpack(model: Any, wanted: str) -> tuple[Any, Any, dict[str, Any]]:
     """A loaded sentence-transformers object -> (transformers model, tokenizer, settings).
 
-    settings: max_length (the object's max_seq_length), and pooling + normalize (SentenceTransformer) or
-    activation + num_labels (CrossEncoder). `wanted` is the kind the scorer takes."""
+    settings: max_length (the object's max_seq_length), and pooling + normalize (SentenceTransformer),
+    activation + num_labels (CrossEncoder; with a LogitScore head also answer_token_ids and pipeline, the
+    object whose preprocess builds the prompts) or pipeline, tail and similarity (MultiVectorEncoder).
+    `wanted` is the kind the scorer takes."""
     kind = sentence_transformers_kind(model)
     if kind is None:
         raise InputTypeError(f"not a loaded sentence-transformers object: {type(model).__name__}")
     if kind != wanted:
-        hint = {"SentenceTransformer": "tieaware.hps.BiEncoder", "CrossEncoder": "tieaware.hps.CrossEncoder"}
-        raise InputTypeError(f"a sentence-transformers {kind} goes to {hint[kind]}, not to a scorer "
+        raise InputTypeError(f"a sentence-transformers {kind} goes to {KINDS[kind]}, not to a scorer "
                              f"that takes a {wanted}")
     modules = list(model)
     names = [type(module).__name__ for module in modules]
@@ -93,14 +103,45 @@ def unpack(model: Any, wanted: str) -> tuple[Any, Any, dict[str, Any]]:
         settings["pooling"] = pooling_name(mode if mode is not None else pooling.get_pooling_mode_str(), where)
         similarity = getattr(model, "similarity_fn_name", None)  # a str or a str Enum
         settings["normalize"] = normalized("Normalize" in names[2:], getattr(similarity, "value", similarity), where)
+    elif kind == "MultiVectorEncoder":
+        settings.update(multi_vector_settings(model, modules, names, where))
     else:
-        if names != ["Transformer"] or getattr(transformer, "transformer_task", "sequence-classification") != \
-                "sequence-classification":
-            raise InputError(f"{where}: CrossEncoder takes a sequence-classification Transformer alone "
-                             "(for a causal LM with yes/no logits use tieaware.hps.YesNoReranker)")
+        task = getattr(transformer, "transformer_task", "sequence-classification")
+        if names == ["Transformer", "LogitScore"] and task == "text-generation":
+            settings["answer_token_ids"] = logit_score_tokens(transformer, modules[1], where)
+            settings["pipeline"] = model
+        elif names != ["Transformer"] or task != "sequence-classification":
+            raise InputError(f"{where}: CrossEncoder takes a sequence-classification Transformer alone or a "
+                             "causal-LM Transformer followed by LogitScore")
         settings["num_labels"] = model.num_labels
         settings["activation"] = activation_of(getattr(model, "activation_fn", None), model.num_labels, where)
     return transformer.auto_model, transformer.tokenizer, settings
+
+
+def reads_model_output(transformer: Any, output: str) -> bool:
+    """True when every modality of a sentence-transformers Transformer reads the transformers model's
+    forward() output named `output` (what the scorers recompute from the model)."""
+    config = getattr(transformer, "modality_config", None) or {}
+    return bool(config) and all(entry.get("method") == "forward" and entry.get("method_output_name") == output
+                                for entry in config.values())
+
+
+def logit_score_tokens(transformer: Any, score: Any, where: str) -> tuple[int, int | None]:
+    """(true_token_id, false_token_id or None) of a LogitScore head reading the causal LM's logits."""
+    if score.module_input_name != transformer.module_output_name or not reads_model_output(transformer, "logits"):
+        raise InputError(f"{where}: LogitScore must read the causal LM's logits (forward().logits)")
+    return int(score.true_token_id), None if score.false_token_id is None else int(score.false_token_id)
+
+
+def multi_vector_settings(model: Any, modules: list[Any], names: list[str], where: str) -> dict[str, Any]:
+    """A MultiVectorEncoder's pipeline (for preprocess), the modules after its Transformer and its similarity."""
+    unknown = [name for name in names[1:] if name not in MULTI_VECTOR_MODULES]
+    if unknown or not reads_model_output(modules[0], "last_hidden_state"):
+        raise InputError(f"{where}: MultiVectorEncoder reproduces Transformer (last_hidden_state) -> "
+                         f"{' / '.join(MULTI_VECTOR_MODULES)} modules only"
+                         f"{'; not ' + ', '.join(unknown) if unknown else ''}")
+    similarity = model.similarity_fn_name
+    return {"pipeline": model, "tail": modules[1:], "similarity": getattr(similarity, "value", similarity)}
 
 
 def normalized(has_normalize: bool, similarity: str | None, where: str) -> bool:

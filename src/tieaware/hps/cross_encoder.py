@@ -1,4 +1,5 @@
-"""Cross-encoder (sequence-classification) rerankers with High-Precision Scoring."""
+"""Cross-encoder rerankers with High-Precision Scoring: sequence-classification models, and
+sentence-transformers CrossEncoders with a LogitScore head (causal LMs scored by answer-token logits)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -11,6 +12,7 @@ import torch.nn.functional as F
 
 from ..errors import InputError
 from ._common import Scorer, eval_mode, length_sorted_batches
+from .yes_no import check_lm_head
 
 ACTIVATIONS = ("sigmoid", "identity")
 #: an activation: one of ACTIVATIONS, or a callable applied to the logits
@@ -29,6 +31,16 @@ class CrossEncoder(Scorer):
     sentence-transformers CrossEncoder's activation_fn (Sigmoid, Identity, or any other callable, applied
     as is), or the activation_fn a local folder's config_sentence_transformers.json / config.json names;
     so scores equal CrossEncoder.predict (with two or more labels: predict(apply_softmax=True)[:, index]).
+
+    A loaded sentence-transformers CrossEncoder with a LogitScore head (a causal LM: Qwen3-Reranker,
+    mxbai-rerank-v2, ...): z = logit(true token) - logit(false token) at the last prompt position (the
+    true token's logit alone when LogitScore has no false token), score = activation(z) with the model's
+    activation_fn. The prompts are built by the model's own preprocess (its chat template, default prompt
+    and truncation; max_length, when given, overrides the truncation length). hps='head' (default)
+    computes the answer tokens' LM-head rows in fp32 from the model-dtype last hidden state (as
+    YesNoReranker; a model whose logits are not lm_head(hidden state) is refused); hps='logits' upcasts
+    the two model-dtype logits before the difference (sentence-transformers' predict upcasts after it, so
+    its scores keep the model dtype's rounding of z); hps='none' runs it all in the model dtype.
     See Scorer for the common arguments.
     """
 
@@ -39,7 +51,12 @@ class CrossEncoder(Scorer):
                  activation: Activation | None = None, **kwargs: Any) -> None:
         if activation is not None and activation not in ACTIVATIONS and not callable(activation):
             raise InputError(f"unknown activation {activation!r}: use one of {ACTIVATIONS} or a callable")
+        max_length_given = kwargs.get("max_length")
         super().__init__(model, tokenizer, **kwargs)
+        self.answer_token_ids: tuple[int, int | None] | None = self.model_settings.get("answer_token_ids")
+        if self.answer_token_ids is not None:
+            self._init_logit_score(positive_index, activation, max_length_given)
+            return
         num_labels = self.model.config.num_labels
         if activation is None:
             activation = self.model_settings.get("activation")
@@ -61,6 +78,25 @@ class CrossEncoder(Scorer):
         if self.mode == "head":
             classifier_head(self.model, num_labels)  # fail at construction, not after a first batch
 
+    def _init_logit_score(self, positive_index: int | None, activation: Activation | None,
+                          max_length: int | None) -> None:
+        """Settings of a LogitScore cross-encoder: one score per pair, the model's own prompts."""
+        if positive_index not in (None, 0):
+            raise InputError(f"a LogitScore cross-encoder gives one logit; positive_index={positive_index} "
+                             "does not fit")
+        self.positive_index = None
+        self.activation = activation if activation is not None else self.model_settings["activation"]
+        self.pipeline = self.model_settings["pipeline"]
+        self.prompt = self.pipeline._resolve_prompt(None, None)  # predict's default: the default prompt, if any
+        self.processing_kwargs = None if max_length is None else {"text": {"max_length": max_length,
+                                                                           "truncation": True}}
+        true_id, false_id = self.answer_token_ids  # type: ignore[misc]
+        self.token_ids = [true_id] if false_id is None else [true_id, false_id]
+        vocabulary = self.model.get_output_embeddings().weight.shape[0]
+        if not all(0 <= token_id < vocabulary for token_id in self.token_ids):
+            raise InputError(f"LogitScore's token ids {self.token_ids} are outside the LM head's {vocabulary} rows")
+        self._head_checked = False
+
     def _probability(self, logits: torch.Tensor) -> torch.Tensor:
         """The activation (one logit) / softmax computed in the dtype of `logits`."""
         if logits.shape[-1] == 1:
@@ -73,6 +109,8 @@ class CrossEncoder(Scorer):
 
     @torch.inference_mode()
     def _score_pairs(self, query_texts, doc_texts, modes) -> dict[str, np.ndarray]:
+        if self.answer_token_ids is not None:
+            return self._score_logit_pairs(query_texts, doc_texts, modes)
         scores = {mode: np.empty(len(query_texts)) for mode in modes}
         head = classifier_head(self.model, self.model.config.num_labels) if "head" in modes else None
         lengths = [len(q) + len(d) for q, d in zip(query_texts, doc_texts)]
@@ -91,6 +129,37 @@ class CrossEncoder(Scorer):
                     with fp32_linear(head):
                         logits = self.model(**inputs).logits
                     scores["head"][batch] = self._probability(logits).double().cpu().numpy()
+                bar.update(len(batch))
+        return scores
+
+    def _score_logit_pairs(self, query_texts, doc_texts, modes) -> dict[str, np.ndarray]:
+        """LogitScore: z = z_true - z_false (or z_true) at the last position of the model's own left-padded
+        prompts; 'none' in the model dtype, 'upcast' from the model-dtype logits cast to fp32, 'head' from
+        the answer tokens' LM-head rows in fp32 applied to the model-dtype hidden state."""
+        scores = {mode: np.empty(len(query_texts)) for mode in modes}
+        lm_head = self.model.get_output_embeddings()
+        rows_fp32 = lm_head.weight[self.token_ids].float()
+        bias_fp32 = None if lm_head.bias is None else lm_head.bias[self.token_ids].float()
+        lengths = [len(q) + len(d) for q, d in zip(query_texts, doc_texts)]
+        with self._progress(len(query_texts), "pair") as bar, eval_mode(self.model):
+            for batch in length_sorted_batches(lengths, self.batch_size):
+                features = self.pipeline.preprocess([[query_texts[i], doc_texts[i]] for i in batch],
+                                                    prompt=self.prompt, processing_kwargs=self.processing_kwargs)
+                inputs = {name: value.to(self.device) for name, value in features.items()
+                          if isinstance(value, torch.Tensor)}
+                if not self._head_checked:
+                    check_lm_head(self.model, inputs, lm_head, self.token_ids)
+                    self._head_checked = True
+                hidden = self.model.base_model(**inputs).last_hidden_state[:, -1]
+                logits = {}
+                if {"none", "upcast"} & set(modes):
+                    logits["none"] = lm_head(hidden)[:, self.token_ids]
+                    logits["upcast"] = logits["none"].float()
+                if "head" in modes:
+                    logits["head"] = F.linear(hidden.float(), rows_fp32, bias_fp32)
+                for mode in modes:
+                    z = logits[mode][:, :1] if len(self.token_ids) == 1 else logits[mode][:, :1] - logits[mode][:, 1:]
+                    scores[mode][batch] = self._probability(z).double().cpu().numpy()
                 bar.update(len(batch))
         return scores
 

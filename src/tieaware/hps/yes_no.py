@@ -101,27 +101,7 @@ class PromptReranker(Scorer):
 
 
     def _check_head(self, inputs: dict, lm_head: torch.nn.Module, token_ids) -> None:
-        """Refuse a model whose logits are not lm_head(last hidden state) (Gemma 2's soft cap, Cohere's
-        logit_scale, Granite's logits_scaling): every mode reads the answer tokens' LM-head rows, so its
-        scores would not be the model's. Compared once, on the first row, with the model's own forward
-        pass, to a tolerance of a few roundings of the model dtype."""
-        row = {name: t[:1] for name, t in inputs.items()}
-        try:
-            own = self.model(**row, logits_to_keep=1).logits[:, -1, token_ids].float()
-        except TypeError:  # a model without logits_to_keep
-            own = self.model(**row).logits[:, -1, token_ids].float()
-        hidden = self.model.base_model(**row).last_hidden_state[:, -1]  # the same pass: only the head differs
-        ours = lm_head(hidden)[:, token_ids].float()
-        eps = torch.finfo(hidden.dtype).eps
-        difference = (own - ours).abs().max().item()
-        if difference > max(4 * eps, 1e-4) * max(1.0, own.abs().max().item()):
-            config = getattr(self.model, "config", None)
-            known = [f"{name}={getattr(config, name)!r}" for name in LOGIT_TRANSFORMS
-                     if getattr(config, name, None) not in (None, 1, 1.0)]
-            raise InputError(f"{type(self.model).__name__} does not compute its logits as lm_head(last hidden "
-                             f"state) (they differ by {difference:.3g} at the answer slot"
-                             f"{'; its config sets ' + ', '.join(known) if known else ''}): the answer tokens' "
-                             "LM-head rows would not give the model's scores, so this model cannot be scored here")
+        check_lm_head(self.model, inputs, lm_head, token_ids)
         self._head_checked = True
 
 
@@ -163,3 +143,27 @@ class YesNoReranker(PromptReranker):
                 z = logits[mode].float() if mode == "upcast" else logits[mode]
                 scores[mode][batch] = self._p_yes(z).double().cpu().numpy()
         return scores
+
+
+def check_lm_head(model: Any, inputs: dict, lm_head: torch.nn.Module, token_ids) -> None:
+    """Refuse a model whose logits are not lm_head(last hidden state) (Gemma 2's soft cap, Cohere's
+    logit_scale, Granite's logits_scaling): every mode reads the answer tokens' LM-head rows, so its
+    scores would not be the model's. Compared on the first row of `inputs` with the model's own forward
+    pass, to a tolerance of a few roundings of the model dtype."""
+    row = {name: t[:1] for name, t in inputs.items()}
+    try:
+        own = model(**row, logits_to_keep=1).logits[:, -1, token_ids].float()
+    except TypeError:  # a model without logits_to_keep
+        own = model(**row).logits[:, -1, token_ids].float()
+    hidden = model.base_model(**row).last_hidden_state[:, -1]  # the same pass: only the head differs
+    ours = lm_head(hidden)[:, token_ids].float()
+    eps = torch.finfo(hidden.dtype).eps
+    difference = (own - ours).abs().max().item()
+    if difference > max(4 * eps, 1e-4) * max(1.0, own.abs().max().item()):
+        config = getattr(model, "config", None)
+        known = [f"{name}={getattr(config, name)!r}" for name in LOGIT_TRANSFORMS
+                 if getattr(config, name, None) not in (None, 1, 1.0)]
+        raise InputError(f"{type(model).__name__} does not compute its logits as lm_head(last hidden "
+                         f"state) (they differ by {difference:.3g} at the answer slot"
+                         f"{'; its config sets ' + ', '.join(known) if known else ''}): the answer tokens' "
+                         "LM-head rows would not give the model's scores, so this model cannot be scored here")
