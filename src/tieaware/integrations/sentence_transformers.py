@@ -2,7 +2,10 @@
 
 `TieAwareInformationRetrievalEvaluator` and `TieAwareRerankingEvaluator` take the
 constructor arguments of sentence-transformers' ``InformationRetrievalEvaluator`` and
-``CrossEncoderRerankingEvaluator`` (they subclass them, so they are ``SentenceEvaluator``s:
+``CrossEncoderRerankingEvaluator``, `TieAwareNanoBEIREvaluator` and
+`TieAwareCrossEncoderNanoBEIREvaluator` those of ``NanoBEIREvaluator`` and
+``CrossEncoderNanoBEIREvaluator`` (one tie-aware evaluator per NanoBEIR dataset, the means over
+the datasets under ``NanoBEIR_..._mean_``). They subclass them, so they are ``SentenceEvaluator``s:
 pass them to ``SentenceTransformerTrainer`` / ``CrossEncoderTrainer`` as ``evaluator=`` or
 call ``evaluator(model)``). They score with the model as given (its ``encode_query`` /
 ``encode_document`` and similarity functions, or ``predict``, exactly as the parent
@@ -49,8 +52,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
-from sentence_transformers.cross_encoder.evaluation import CrossEncoderRerankingEvaluator
-from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
+from sentence_transformers.cross_encoder.evaluation import CrossEncoderNanoBEIREvaluator, CrossEncoderRerankingEvaluator
+from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator, NanoBEIREvaluator
 
 from ..errors import InputError
 from ..evaluation import evaluate
@@ -64,7 +67,8 @@ Encoder = Callable[[Any, list[Any], bool], torch.Tensor]
 #: ``score_pairs(model, query_texts, doc_texts) -> array`` of one score per pair
 PairScorer = Callable[[Any, list[str], list[str]], Any]
 
-__all__ = ["TieAwareInformationRetrievalEvaluator", "TieAwareRerankingEvaluator", "hps_encode", "hps_score_pairs"]
+__all__ = ["TieAwareCrossEncoderNanoBEIREvaluator", "TieAwareInformationRetrievalEvaluator",
+           "TieAwareNanoBEIREvaluator", "TieAwareRerankingEvaluator", "hps_encode", "hps_score_pairs"]
 
 #: the suffixes of every metric's keys, in CSV order
 STATISTICS = ("expected", "min", "max", "range", "tie_std", "reported", "bias")
@@ -416,3 +420,131 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
 def _texts(value: str | list[str]) -> list[str]:
     """A sample's ``positive``, ``negative`` or ``documents``: one text, or a list of them."""
     return [value] if isinstance(value, str) else list(value)
+
+
+def _mean_over_datasets(per_metric: dict[str, list[float]]) -> dict[str, float]:
+    """The NanoBEIR aggregate of per-dataset tie statistics: the mean over datasets of each key, except
+    ``_tie_std``, the standard deviation of that mean: sqrt(sum of variances) / n (tie orders of different
+    datasets are independent). The mean of the per-dataset minima (maxima) is the minimum (maximum) of the
+    mean, for the same reason."""
+    out = {}
+    for key, values in per_metric.items():
+        array = np.asarray(values, dtype=np.float64)
+        out[key] = float(np.sqrt((array ** 2).sum()) / len(array)) if key.endswith("_tie_std") else float(array.mean())
+    return out
+
+
+def _check_mean(aggregate_fn: Callable[..., Any]) -> None:
+    """Only the mean over datasets keeps E[M], min, max and tie_std exact."""
+    if aggregate_fn is not np.mean:
+        raise InputError("the tie-aware NanoBEIR evaluators aggregate datasets by their mean (aggregate_fn=np.mean): "
+                         "the expectation, extremes and tie_std of another aggregate are not those of its parts.")
+
+
+def _per_dataset(evaluators: list[Any], model: Any, output_path: str | None, epoch: int, steps: int,
+                 key: Callable[[str], tuple[str, str]]) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Every dataset evaluator's metrics -> (their keys renamed by `key`, {metric: per-dataset values})."""
+    per_dataset: dict[str, float] = {}
+    per_metric: dict[str, list[float]] = {}
+    for evaluator in evaluators:
+        for full_key, value in evaluator(model, output_path, epoch, steps).items():
+            renamed, metric = key(full_key)
+            per_dataset[renamed] = value
+            per_metric.setdefault(metric, []).append(value)
+    return per_dataset, per_metric
+
+
+class TieAwareNanoBEIREvaluator(NanoBEIREvaluator):
+    """sentence-transformers' ``NanoBEIREvaluator`` with a `TieAwareInformationRetrievalEvaluator` per
+    dataset: every metric's ``_expected``, ``_min``, ``_max``, ``_range``, ``_tie_std``, ``_reported``
+    and ``_bias`` per dataset (``NanoSciFact_cosine_ndcg@10_expected``) and as the mean over the datasets
+    (``NanoBEIR_mean_cosine_ndcg@10_expected``; tie_std of the mean). ``primary_metric`` is the mean
+    E[nDCG@k]. Same constructor arguments (``dataset_id`` may name a local folder laid out as the hub's
+    NanoBEIR datasets), and:
+
+    Args:
+        encode: as `TieAwareInformationRetrievalEvaluator`'s (None, ``"hps"`` or a function), for every dataset.
+
+    Raises:
+        InputError: ``aggregate_fn`` other than ``np.mean``; what `TieAwareInformationRetrievalEvaluator` refuses.
+    """
+
+    information_retrieval_class = TieAwareInformationRetrievalEvaluator
+
+    def __init__(self, *args: Any, encode: Encoder | None = None, **kwargs: Any) -> None:
+        _check_mean(kwargs.get("aggregate_fn", np.mean))
+        self._encode_argument = encode  # read by _load_dataset, which the parent's __init__ calls
+        super().__init__(*args, **kwargs)
+        self.csv_file = "TieAware-" + self.csv_file
+
+    def _load_dataset(self, dataset_name: Any, **ir_evaluator_kwargs: Any) -> Any:
+        return super()._load_dataset(dataset_name, encode=self._encode_argument, **ir_evaluator_kwargs)
+
+    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1,
+                 *args: Any, **kwargs: Any) -> dict[str, float]:
+        if self._score_functions_from_model:
+            self.score_functions = self.evaluators[0]._model_score_functions(model)
+            self.score_function_names = sorted(self.score_functions)
+        underscores = self.name.count("_")  # dataset names carry as many (a truncate_dim suffix)
+
+        def key(full_key: str) -> tuple[str, str]:
+            return full_key, full_key.split("_", maxsplit=underscores)[-1]
+
+        per_dataset, per_metric = _per_dataset(self.evaluators, model, output_path, epoch, steps, key)
+        aggregate = _mean_over_datasets(per_metric)
+        _write_csv(output_path, self.write_csv, self.csv_file, epoch, steps, aggregate)
+        k = max(self.ndcg_at_k)
+        if self.main_score_function is not None:
+            function = self.main_score_function.value
+        else:
+            function = max(self.score_function_names, key=lambda name: aggregate[f"{name}_ndcg@{k}_expected"])
+        self.primary_metric = f"{function}_ndcg@{k}_expected"
+        aggregate = self.prefix_name_to_metrics(aggregate, self.name)
+        self.store_metrics_in_model_card_data(model, aggregate, epoch, steps)  # type: ignore[no-untyped-call]
+        per_dataset.update(aggregate)
+        return per_dataset
+
+
+class TieAwareCrossEncoderNanoBEIREvaluator(CrossEncoderNanoBEIREvaluator):
+    """sentence-transformers' ``CrossEncoderNanoBEIREvaluator`` with a `TieAwareRerankingEvaluator` per
+    dataset (the same samples: each query's top ``rerank_k`` BM25 documents, with its positives when
+    ``always_rerank_positives``): MAP, MRR@k and nDCG@k's ``_expected``, ``_min``, ``_max``, ``_range``,
+    ``_tie_std``, ``_reported`` and ``_bias`` and the ``base_*`` numbers per dataset
+    (``NanoSciFact_R100_ndcg@10_expected``) and as the mean over the datasets
+    (``NanoBEIR_R100_mean_ndcg@10_expected``; tie_std of the mean). ``primary_metric`` is the mean
+    E[nDCG@k]. Same constructor arguments (``dataset_id`` may name a local folder laid out as the hub's
+    NanoBEIR datasets, with its ``bm25`` subset), and:
+
+    Args:
+        score_pairs: as `TieAwareRerankingEvaluator`'s (None, ``"hps"`` or a function), for every dataset.
+
+    Raises:
+        InputError: ``aggregate_fn`` other than ``np.mean``; what `TieAwareRerankingEvaluator` refuses.
+    """
+
+    def __init__(self, *args: Any, score_pairs: PairScorer | None = None, **kwargs: Any) -> None:
+        _check_mean(kwargs.get("aggregate_fn", np.mean))
+        self._score_pairs_argument = score_pairs  # read by _load_dataset, which the parent's __init__ calls
+        super().__init__(*args, **kwargs)
+        self.csv_file = "TieAware-" + self.csv_file
+        self.primary_metric = f"ndcg@{self.at_k}_expected"
+
+    def _load_dataset(self, dataset_name: Any, **reranking_kwargs: Any) -> Any:
+        theirs = super()._load_dataset(dataset_name, **reranking_kwargs)  # loads the samples from dataset_id
+        return TieAwareRerankingEvaluator(samples=theirs.samples, name=theirs.name,
+                                          score_pairs=self._score_pairs_argument, **reranking_kwargs)
+
+    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1,
+                 *args: Any, **kwargs: Any) -> dict[str, float]:
+        def key(full_key: str) -> tuple[str, str]:
+            dataset, _, metric = full_key.split("_", maxsplit=2)
+            return f"{dataset}_R{self.rerank_k}_{metric}", metric
+
+        per_dataset, per_metric = _per_dataset(self.evaluators, model, output_path, epoch, steps, key)
+        aggregate = _mean_over_datasets(per_metric)
+        _write_csv(output_path, self.write_csv, self.csv_file, epoch, steps, aggregate)
+        self.primary_metric = f"ndcg@{self.at_k}_expected"
+        aggregate = self.prefix_name_to_metrics(aggregate, self.name)
+        self.store_metrics_in_model_card_data(model, aggregate, epoch, steps)
+        per_dataset.update(aggregate)
+        return per_dataset
