@@ -172,6 +172,10 @@ def test_multi_vector_search_is_maxsim_against_every_document(multi_vector, tmp_
 def test_refusals(logit_score, multi_vector):
     with pytest.raises(InputError, match="positive_index"):
         CrossEncoder(logit_score, positive_index=1, show_progress=False)
+    with pytest.raises(InputError, match="tokenizer= does not apply"):
+        CrossEncoder(logit_score, TOKENIZER, show_progress=False)
+    with pytest.raises(InputError, match="tokenizer= does not apply"):
+        MultiVectorEncoder(multi_vector, TOKENIZER, show_progress=False)
     with pytest.raises(InputError, match="max_length"):
         MultiVectorEncoder(multi_vector, max_length=16, show_progress=False)
     with pytest.raises(InputTypeError, match="MultiVectorEncoder"):

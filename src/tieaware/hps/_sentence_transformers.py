@@ -228,7 +228,9 @@ def folder_settings(folder: Path) -> tuple[Path, dict[str, Any]]:
             has_normalize = True
         else:
             raise InputError(f"{folder}: sentence-transformers module {entry.get('type')!r} is not supported "
-                             "(the scorers reproduce Transformer -> Pooling [-> Normalize] or a classifier)")
+                             "in a folder (the scorers reproduce Transformer -> Pooling [-> Normalize] or a "
+                             "classifier; load a LogitScore cross-encoder with sentence-transformers and pass "
+                             "the object)")
     model_config_file = folder / "config_sentence_transformers.json"
     model_config = read_object(model_config_file) if model_config_file.is_file() else {}
     if "pooling" in settings:  # an embedding model

@@ -55,6 +55,9 @@ class CrossEncoder(Scorer):
         super().__init__(model, tokenizer, **kwargs)
         self.answer_token_ids: tuple[int, int | None] | None = self.model_settings.get("answer_token_ids")
         if self.answer_token_ids is not None:
+            if tokenizer is not None:
+                raise InputError("a LogitScore cross-encoder builds its prompts with its own preprocess and "
+                                 "tokenizer: tokenizer= does not apply")
             self._init_logit_score(positive_index, activation, max_length_given)
             return
         num_labels = self.model.config.num_labels

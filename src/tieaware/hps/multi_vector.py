@@ -51,6 +51,8 @@ class MultiVectorEncoder(Scorer):
         elif sentence_transformers_kind(model) is None:
             raise InputTypeError(f"MultiVectorEncoder takes a sentence-transformers MultiVectorEncoder (loaded, or a "
                                  f"folder / hub id to load), not {type(model).__name__}")
+        if tokenizer is not None:
+            raise InputError("MultiVectorEncoder tokenizes with the model's own preprocess: tokenizer= does not apply")
         super().__init__(model, tokenizer, **kwargs)
         self.pipeline = self.model_settings["pipeline"]
         self.similarity = self.model_settings["similarity"]
