@@ -186,3 +186,23 @@ def test_refusals(logit_score, multi_vector):
                                             st.multi_vector_encoder.modules.HierarchicalTokenPooling()])
     with pytest.raises(InputError, match="HierarchicalTokenPooling"):
         MultiVectorEncoder(pooled, show_progress=False)
+
+
+def test_a_logit_score_model_whose_logits_are_not_its_lm_head_output_is_refused(logit_score):
+    """Gemma 2 soft-caps its logits after the LM head: the answer tokens' LM-head rows would not give
+    LogitScore's z, so every mode refuses it."""
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Gemma2Config(vocab_size=len(TOKENIZER.get_vocab()), hidden_size=32, intermediate_size=64,
+                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                          max_position_embeddings=128, pad_token_id=0)
+    gemma = Gemma2ForCausalLM(config).eval()
+    with torch.no_grad():
+        gemma.lm_head.weight.mul_(100)  # logits of tens: the soft cap bends them
+    transformer = copy.deepcopy(logit_score[0])
+    transformer.model = gemma
+    model = st.CrossEncoder(modules=[transformer, copy.deepcopy(logit_score[1])], device="cpu")
+    for hps in ("head", "logits", "none"):
+        with pytest.raises(InputError, match="Gemma2ForCausalLM.*final_logit_softcapping"):
+            CrossEncoder(model, hps=hps, show_progress=False).score_pairs(*unzip(FEW_PAIRS[:2]))
