@@ -41,7 +41,7 @@ SIGNATURES: dict[str, list[tuple[str, ...]]] = {
     "families.hits.hits_moments": [(*_GROUPS, _F64, _I64, _MOMENTS)],
     "families.success.success_moments": [(*_GROUPS, _F64, _I64, _MOMENTS)],
     "families.rr.rr_moments": [(*_GROUPS, _F64, _I64, _MOMENTS)],
-    "families.ap.ap_moments": [(*_GROUPS, _F64, _I64, _MOMENTS, _MOMENTS)],
+    "families.ap.ap_moments": [(*_GROUPS, _F64, _I64, _MOMENTS)],
     "families.dcg.weighted_moments": [(*_GROUPS, _F64, _I64, _F64, _F64, _F64, _MOMENTS)],
     "families.err.err_moments": [(*_GROUPS, _F64, _I64, "float64", _F64, _MOMENTS)],
     "families.bpref.bpref_moments": [(*_GROUPS, _F64, "float64", _I64, _I64, _MOMENTS, _MOMENTS)],
