@@ -106,7 +106,8 @@ def _public_modules() -> list[str]:
     import tieaware.integrations
 
     integrations = [f"tieaware.integrations.{m.name}" for m in pkgutil.iter_modules(tieaware.integrations.__path__)]
-    return ["tieaware", "tieaware.datasets", "tieaware.errors", "tieaware.testing", "tieaware.hps", *integrations]
+    return ["tieaware", "tieaware.datasets", "tieaware.errors", "tieaware.testing", "tieaware.hps", "tieaware.logprobs",
+            *integrations]
 
 
 def _undocumented(module) -> list[str]:
@@ -154,7 +155,8 @@ RAISE_NOTHING = {
 
 def _api_modules() -> list[str]:
     """tieaware itself (its __all__) and the integrations."""
-    return [name for name in _public_modules() if name == "tieaware" or name.startswith("tieaware.integrations.")]
+    return [name for name in _public_modules()
+            if name in ("tieaware", "tieaware.logprobs") or name.startswith("tieaware.integrations.")]
 
 
 def _api_objects(module) -> list[tuple[str, object]]:

@@ -1,20 +1,23 @@
 """run_from_logprobs: GradeReranker's scores from log-probabilities computed elsewhere."""
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 from test_hps_grade import CANDIDATES, FEW_DOCS, FEW_QUERIES, GRADES, TEMPLATE, TOKENIZER, grade_lm, quiet  # noqa: E402
+from test_logprobs import Logprob  # noqa: E402
 
 from tieaware.errors import InputError, MissingFileError  # noqa: E402
-from tieaware.hps import GradeReranker, TieWarning, run_from_logprobs  # noqa: E402
+from tieaware.hps import GradeReranker, TieWarning, YesNoReranker, run_from_logprobs  # noqa: E402
+from tieaware.logprobs import MissingTokenWarning  # noqa: E402
 
 
-def scorer_and_logprobs(dtype):
-    """A GradeReranker and, per pair, the log-softmax of the very logits it scores (hps='head')."""
-    reranker = GradeReranker(grade_lm(), TOKENIZER, template=TEMPLATE, dtype=dtype, batch_size=1,
-                             show_progress=False)
+def scorer_and_logprobs(dtype, cls=GradeReranker, tokens=GRADES, **kwargs):
+    """A reranker and, per pair, the log-softmax of the very logits it scores (hps='head'), {token: logprob}."""
+    reranker = cls(grade_lm(), TOKENIZER, template=TEMPLATE, dtype=dtype, batch_size=1, show_progress=False,
+                   **kwargs)
     records = {}
     with torch.inference_mode():
         for qid, docids in CANDIDATES.items():
@@ -22,8 +25,33 @@ def scorer_and_logprobs(dtype):
                 [(_, logits)] = list(reranker._answer_logits(reranker.token_ids, ("head",), [FEW_QUERIES[qid]],
                                                              [FEW_DOCS[docid]]))
                 logprobs = torch.log_softmax(logits["head"].double(), -1)[0].tolist()
-                records.setdefault(qid, {})[docid] = dict(zip(GRADES, logprobs))
+                records.setdefault(qid, {})[docid] = dict(zip(tokens, logprobs))
     return reranker, records
+
+
+def vllm_output(logprobs: dict) -> SimpleNamespace:
+    """A vLLM RequestOutput generating "</think>", "\\n\\n" and the answer, whose last position lists `logprobs`."""
+    steps = [{9: Logprob(-0.01, 1, "</think>")}, {10: Logprob(-0.02, 1, "\n\n")},
+             {100 + i: Logprob(value, i + 1, token) for i, (token, value) in enumerate(logprobs.items())}]
+    return SimpleNamespace(outputs=[SimpleNamespace(index=0, text="", token_ids=[9, 10, 100], logprobs=steps)])
+
+
+def chat_completion(logprobs: dict) -> dict:
+    """An OpenAI-compatible chat completion (JSON) answering with one token whose top_logprobs are `logprobs`."""
+    tops = [{"token": token, "logprob": value, "bytes": list(token.encode())} for token, value in logprobs.items()]
+    content = [dict(tops[0], top_logprobs=tops)]
+    return {"object": "chat.completion", "choices": [{"index": 0, "logprobs": {"content": content}}]}
+
+
+@pytest.mark.parametrize("shape", [dict, vllm_output, chat_completion])
+def test_equals_the_yes_no_reranker_given_the_same_logprobs(shape):
+    reranker, records = scorer_and_logprobs("bf16", YesNoReranker, ["0", "1"], yes_token="1", no_token="0")
+    expected = quiet(lambda: reranker.rerank(FEW_QUERIES, FEW_DOCS, CANDIDATES)).to_dict()
+    responses = {q: {d: shape(lp) for d, lp in docs.items()} for q, docs in records.items()}
+    run = quiet(lambda: run_from_logprobs(responses, kind="yes_no", answers=(["1"], ["0"]),
+                                          position="</think>" if shape is vllm_output else None))
+    for qid, docs in expected.items():
+        np.testing.assert_allclose([run[qid][d] for d in docs], list(docs.values()), rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize("score", ["expected", "erank", "argmax"])
@@ -44,7 +72,9 @@ def test_equals_the_grade_reranker_given_the_same_logprobs(dtype, score, tmp_pat
 
 def test_token_spellings_add_up_missing_grades_count_zero_and_others_are_ignored():
     p = {"1": 0.2, " 1": 0.1, "Ġ2": 0.3, "yes": 0.4}  # grade 0 absent from the top log-probs
-    run = run_from_logprobs({"q": {"d": {t: np.log(v) for t, v in p.items()}}}, grades=[0, 1, 2])
+    with pytest.warns(MissingTokenWarning, match=r"\(1 of 1\)"):
+        run = run_from_logprobs({"q": {"d": {t: np.log(v) for t, v in p.items()}}}, grades=[0, 1, 2],
+                                missing=float("-inf"))
     assert run["q"]["d"] == pytest.approx((1 * 0.3 + 2 * 0.3) / 0.6)
 
 
@@ -56,7 +86,7 @@ def test_k_keeps_the_tie_group_and_argmax_warns_by_design():
 
 
 @pytest.mark.parametrize("records, message", [
-    ({"q": {"d": {"yes": -0.1}}}, r"query 'q', doc 'd': no grade token among \['yes'\]"),
+    ({"q": {"d": {"yes": -0.1}}}, r"query 'q', doc 'd': not one grade token .*among \['yes'\]"),
     ({"q": {"d": {"3": float("nan")}}}, "log-prob of '3' is nan"),
     ({"q": {"d": {"3": "x"}}}, "log-prob of '3' is 'x'"),
     ({"q": {"d": {"3": 0.9, "2": 0.1}}}, r"log-prob of '3' is 0\.9: above 0.*probabilities"),

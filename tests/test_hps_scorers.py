@@ -159,7 +159,7 @@ def yes_no_inputs(query, doc):
     return TOKENIZER(TEMPLATE.format(query=query, document=doc), add_special_tokens=False, return_tensors="pt")
 
 
-def test_yes_no_hps_is_fp32_softmax_of_the_bf16_yes_no_logits():
+def test_yes_no_hps_is_the_float64_softmax_of_the_bf16_yes_no_logits():
     reranker = scorer("yesno", qwen2_lm(), dtype="bf16", hps=True, batch_size=1)
     run, model = reranker.rerank(FEW_QUERIES, FEW_DOCS, FEW_CANDIDATES), reranker.model
     no_yes = TOKENIZER.convert_tokens_to_ids(["no", "yes"])
@@ -169,10 +169,10 @@ def test_yes_no_hps_is_fp32_softmax_of_the_bf16_yes_no_logits():
                 inputs = yes_no_inputs(FEW_QUERIES[qid], FEW_DOCS[docid])
                 logits = model(**inputs, logits_to_keep=1).logits[:, -1, no_yes]
                 assert logits.dtype == torch.bfloat16
-                assert score == torch.log_softmax(logits.float(), -1)[0, 1].exp().item()
+                assert score == pytest.approx(torch.log_softmax(logits.double(), -1)[0, 1].exp().item(), rel=1e-15)
 
 
-def test_yes_no_head_mode_computes_the_two_lm_head_rows_in_fp32():
+def test_yes_no_head_mode_computes_the_two_lm_head_rows_in_fp32_and_the_softmax_in_float64():
     reranker = scorer("yesno", qwen2_lm(), dtype="bf16", hps="head", batch_size=1)
     run, model = reranker.rerank(FEW_QUERIES, FEW_DOCS, FEW_CANDIDATES), reranker.model
     rows = model.lm_head.weight[TOKENIZER.convert_tokens_to_ids(["no", "yes"])].float()
@@ -180,7 +180,8 @@ def test_yes_no_head_mode_computes_the_two_lm_head_rows_in_fp32():
         for qid, docs in run.to_dict().items():
             for docid, score in docs.items():
                 hidden = model.model(**yes_no_inputs(FEW_QUERIES[qid], FEW_DOCS[docid])).last_hidden_state[:, -1]
-                assert score == torch.log_softmax(hidden.float() @ rows.T, -1)[0, 1].exp().item()
+                logits = (hidden.float() @ rows.T).double()
+                assert score == pytest.approx(torch.log_softmax(logits, -1)[0, 1].exp().item(), rel=1e-15)
 
 
 def test_yes_no_left_padding_gives_the_unpadded_scores():

@@ -49,7 +49,19 @@ def build_run(scored: Mapping[str, tuple], name: str, k: int | None = None,
 
 
 class TieWarning(UserWarning):
-    """Documents of different text tie among a run's top k (see ``run.metadata['tie_census']``)."""
+    """Documents of different text tie among a run's top k (see ``run.metadata['tie_census']``); the
+    message names their share and the cause.
+
+    Examples:
+        >>> import warnings
+        >>> from tieaware.logprobs import TieWarning, run_from_rerank
+        >>> response = {"data": [{"index": 0, "score": 0.5}, {"index": 1, "score": 0.5}]}
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     run = run_from_rerank({"q1": response}, {"q1": ["d1", "d2"]})
+        >>> [w.category.__name__ for w in caught]
+        ['TieWarning']
+    """
 
 
 def report_ties(run: ranx.Run, k: int | None, texts: Mapping[str, str] | None, cause: str) -> dict:
@@ -78,7 +90,8 @@ def report_ties(run: ranx.Run, k: int | None, texts: Mapping[str, str] | None, c
             "tied_share": tied / max(total, 1), "tied_different_text_share": different / max(total, 1)}
     run.metadata["tie_census"] = info
     if different:
+        other = "another document (texts unknown)" if texts is None else "a document of different text"
         warnings.warn(f"{run.name}: {different / total:.1%} of the top-{depth} documents ({different} of {total}, "
-                      f"in {queries} of {len(scores)} queries) tie with a document of different text: {cause}. "
+                      f"in {queries} of {len(scores)} queries) tie with {other}: {cause}. "
                       "Census in run.metadata['tie_census'].", TieWarning, stacklevel=3)
     return info

@@ -16,10 +16,11 @@ except ImportError as error:
         f"tieaware.hps needs torch and transformers ({error.name} is missing): pip install 'tieaware[hps]'"
     ) from error
 
+from ..logprobs import run_from_logprobs  # the light module's function itself: no torch needed for it
 from ._common import TieWarning
 from .bi_encoder import BiEncoder
 from .cross_encoder import CrossEncoder
-from .grade import GradeReranker, run_from_logprobs
+from .grade import GradeReranker
 from .multi_vector import MultiVectorEncoder
 from .quantize import QuantizedIndex
 from .sweep import sweep

@@ -1,27 +1,17 @@
 """Causal LMs prompted for an integer relevance grade (ERank, LLM-as-judge style) with High-Precision
-Scoring, and the same scores from log-probabilities computed elsewhere (`run_from_logprobs`)."""
+Scoring; the same scores from log-probabilities computed elsewhere: `tieaware.logprobs.run_from_logprobs`."""
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-import ranx
 import torch
 
-from ..arguments import is_number
-from ..errors import InputError, InputTypeError, MissingFileError
-from ._common import ModelLike, build_run, report_ties
+from ..errors import InputError
+from ..logprobs.scores import ARGMAX_TIES, DEFAULT_GRADES, ERANK_ZERO_TIES, check_grades, check_score, grade_scores
+from ._common import ModelLike
 from .yes_no import DEFAULT_INSTRUCTION, PromptReranker
-
-#: how a grade distribution becomes a score
-GRADE_SCORES = ("expected", "erank", "argmax")
-DEFAULT_GRADES = tuple(range(11))
-ARGMAX_TIES = ("score='argmax' gives integer grades, which tie by design: score='expected' (sum_s s P(s)) "
-               "separates the documents within a grade")
 
 # ERank-style prompt (Cai et al. 2025) answering directly: the answer slot is the grade's first token.
 GRADE_TEMPLATE = (
@@ -30,41 +20,6 @@ GRADE_TEMPLATE = (
     "{min_grade} irrelevant.<|im_end|>\n<|im_start|>user\n<Query>: {query}\n<Document>: {document}"
     "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 )
-
-
-def check_grades(grades) -> np.ndarray:
-    """Two or more distinct integer grades -> int64 array, in the given order."""
-    try:
-        values = [int(g) for g in grades]
-    except (TypeError, ValueError):
-        raise InputError(f"grades must be integers, got {grades!r}") from None
-    if any(isinstance(g, (bool, np.bool_)) or int(g) != g for g in grades):
-        raise InputError(f"grades must be integers, got {grades!r}")
-    if len(values) < 2 or len(set(values)) != len(values):
-        raise InputError(f"grades must be two or more distinct integers, got {values}")
-    return np.asarray(values, dtype=np.int64)
-
-
-def check_score(score: str) -> str:
-    if score not in GRADE_SCORES:
-        raise InputError(f"unknown score {score!r}: use one of {GRADE_SCORES}")
-    return score
-
-
-def grade_scores(logits: np.ndarray, grades: np.ndarray, score: str) -> np.ndarray:
-    """Logits (or log-probabilities: any per-row shift gives the same) of the grade tokens, shape
-    (n, len(grades)) -> float64 scores. P(s) = softmax over the grade tokens (the probability renormalised
-    over the grades); 'expected': sum_s s P(s); 'erank': s* P(s*) with s* = argmax_s P(s) (ERank's
-    s x P(s)); 'argmax': s* (the lowest grade among equally probable ones)."""
-    z = np.asarray(logits, dtype=np.float64)
-    p = np.exp(z - z.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
-    if score == "expected":
-        return p @ grades.astype(np.float64)
-    best = p.argmax(axis=1)
-    if score == "argmax":
-        return grades[best].astype(np.float64)
-    return grades[best] * p[np.arange(len(p)), best]
 
 
 def torch_grade_scores(logits: torch.Tensor, grades: np.ndarray, score: str) -> torch.Tensor:
@@ -121,7 +76,10 @@ class GradeReranker(PromptReranker):
         return dict(super()._metadata(mode), score=self.score, grades=self.grades.tolist())
 
     def _tie_cause(self, mode: str) -> str:
-        return ARGMAX_TIES if self.score == "argmax" else super()._tie_cause(mode)
+        if self.score == "argmax":
+            return ARGMAX_TIES
+        cause = super()._tie_cause(mode)
+        return f"{ERANK_ZERO_TIES}; or {cause}" if self.score == "erank" else cause
 
 
 def grade_token_ids(tokenizer, grades: np.ndarray) -> list[int]:
@@ -138,90 +96,3 @@ def grade_token_ids(tokenizer, grades: np.ndarray) -> list[int]:
         raise InputError(f"tokenizer {name!r} maps grades {grades.tolist()} to ids {ids}: "
                          "they must be distinct, known tokens")
     return ids
-
-
-def grade_of(token: str, grades: Mapping[str, int]) -> int | None:
-    """The grade a reported token spells ('5', ' 5', 'Ġ5', '▁5'), else None."""
-    return grades.get(token.strip().lstrip("Ġ▁").strip())
-
-
-def read_logprob_records(path: Path) -> dict[str, dict[str, dict[str, float]]]:
-    """A JSONL file of {"qid": ..., "docid": ..., "logprobs": {token: logprob}} lines -> nested records."""
-    if not path.is_file():
-        raise MissingFileError(f"log-probability file not found: {path}")
-    records: dict[str, dict[str, dict[str, float]]] = {}
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputError(f"{path}:{number}: not a JSON line ({error.msg})") from None
-            if not isinstance(record, dict) or not {"qid", "docid", "logprobs"} <= set(record):
-                raise InputError(f'{path}:{number}: a record is {{"qid": ..., "docid": ..., "logprobs": '
-                                 '{token: logprob, ...}}')
-            docs = records.setdefault(str(record["qid"]), {})
-            docid = str(record["docid"])
-            if docid in docs:
-                raise InputError(f"{path}:{number}: query {record['qid']!r}, doc {docid!r} appears twice")
-            docs[docid] = record["logprobs"]
-    return records
-
-
-def run_from_logprobs(records: Mapping[str, Mapping[str, Mapping[str, float]]] | str | os.PathLike[str], *,
-                      grades: Iterable[int] = DEFAULT_GRADES, score: str = "expected", k: int | None = None,
-                      name: str = "logprobs") -> ranx.Run:
-    """Grade-reranker scores from log-probabilities computed elsewhere (vLLM, an API's top log-probs, a
-    model that reasoned before answering): the formulas of `GradeReranker`, so the same log-probs give
-    the same scores.
-
-    Args:
-        records: ``{qid: {docid: {token: logprob}}}`` (the log-probs of the answer's grade token), or a
-            path to a JSONL file with one ``{"qid": ..., "docid": ..., "logprobs": {token: logprob}}`` per
-            line. Tokens are matched to grades after stripping whitespace and a leading 'Ġ' / '▁' (several
-            spellings of one grade add up); other tokens are ignored; a grade missing from a top-k list has
-            probability 0.
-        grades: the integer grades (default 0..10); score: 'expected', 'erank' or 'argmax' (GradeReranker).
-        k: keep each query's top k plus every document tied with the k-th; name: the run's name.
-
-    Returns:
-        a ranx Run; ``run.metadata`` holds score, grades and the tie census (`report_ties`).
-
-    Raises:
-        InputError: a pair with no grade token, a log-prob that is not a number, NaN, +inf or above 0
-            (probabilities given for log-probabilities), a bad JSONL line (named by file:line).
-    """
-    grades, score = check_grades(grades), check_score(score)
-    if isinstance(records, (str, os.PathLike)):
-        records = read_logprob_records(Path(records))
-    if not isinstance(records, Mapping):
-        raise InputTypeError(f"records must be {{qid: {{docid: {{token: logprob}}}}}} or a JSONL path, "
-                             f"not {type(records).__name__}")
-    column = {str(int(g)): i for i, g in enumerate(grades)}
-    scored = {}
-    for qid, docs in records.items():
-        if not isinstance(docs, Mapping):
-            raise InputTypeError(f"query {qid!r}: expected {{docid: {{token: logprob}}}}, got {type(docs).__name__}")
-        docids = [str(d) for d in docs]
-        logits = np.full((len(docids), len(grades)), -np.inf)
-        for row, (docid, tokens) in enumerate(docs.items()):
-            if not isinstance(tokens, Mapping):
-                raise InputTypeError(f"query {qid!r}, doc {docid!r}: expected {{token: logprob}}")
-            for token, logprob in tokens.items():
-                if not is_number(logprob) or np.isnan(logprob) or logprob == np.inf:
-                    raise InputError(f"query {qid!r}, doc {docid!r}: log-prob of {token!r} is {logprob!r}")
-                if logprob > 0:
-                    raise InputError(f"query {qid!r}, doc {docid!r}: log-prob of {token!r} is {logprob!r}: above 0, "
-                                     "so not a log-probability (probabilities? give their logarithms)")
-                col = grade_of(str(token), column)
-                if col is not None:
-                    logits[row, col] = np.logaddexp(logits[row, col], float(logprob))
-            if np.isneginf(logits[row]).all():
-                raise InputError(f"query {qid!r}, doc {docid!r}: no grade token among {list(tokens)[:12]} "
-                                 f"(grades {grades.tolist()})")
-        scored[str(qid)] = (docids, grade_scores(logits, grades, score) if docids else np.empty(0))
-    run = build_run(scored, name, k, {"score": score, "grades": grades.tolist(), "source": "log-probabilities"})
-    report_ties(run, k, None, ARGMAX_TIES if score == "argmax" else
-                "the grade probabilities tie (top log-probs too few or too rounded to tell the documents apart?)")
-    return run

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
+from ..logprobs.scores import yes_probability
 from ._common import ModelLike, Scorer, eval_mode, length_sorted_batches
 
 # Qwen3-Reranker's prompt (Zhang et al. 2025, model card); {instruction}, {query}, {document} are filled in.
@@ -107,7 +108,8 @@ class PromptReranker(Scorer):
 
 class YesNoReranker(PromptReranker):
     """Score = P(yes) = softmax([z_no, z_yes])[1], z = the LM-head logits of the two tokens at the last
-    prompt position (computed as exp(log_softmax), as the Qwen3-Reranker reference code does).
+    prompt position (computed as exp(log_softmax), as the Qwen3-Reranker reference code does; in float64
+    from the fp32 logits under hps='head' and 'logits', with `tieaware.logprobs`' arithmetic).
 
     The prompt is `template` with {query}, {document} and optionally {instruction} (see PromptReranker).
     hps='head' (default) computes the two logits in fp32 from the model-dtype last hidden state with the
@@ -140,8 +142,10 @@ class YesNoReranker(PromptReranker):
         scores = {mode: np.empty(len(query_texts)) for mode in modes}
         for batch, logits in self._answer_logits(self.token_ids, modes, query_texts, doc_texts):
             for mode in modes:
-                z = logits[mode].float() if mode == "upcast" else logits[mode]
-                scores[mode][batch] = self._p_yes(z).double().cpu().numpy()
+                if mode == "none":
+                    scores[mode][batch] = self._p_yes(logits[mode]).double().cpu().numpy()
+                else:
+                    scores[mode][batch] = yes_probability(logits[mode].double().cpu().numpy())
         return scores
 
 
