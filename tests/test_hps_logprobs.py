@@ -43,7 +43,24 @@ def chat_completion(logprobs: dict) -> dict:
     return {"object": "chat.completion", "choices": [{"index": 0, "logprobs": {"content": content}}]}
 
 
-@pytest.mark.parametrize("shape", [dict, vllm_output, chat_completion])
+def completion(logprobs: dict) -> dict:
+    """An OpenAI-compatible completion (JSON) answering with one token whose top_logprobs are `logprobs`."""
+    first = next(iter(logprobs))
+    return {"object": "text_completion", "choices": [{"index": 0, "text": first, "logprobs": {
+        "tokens": [first], "token_logprobs": [logprobs[first]], "top_logprobs": [logprobs], "text_offset": [0]}}]}
+
+
+@pytest.mark.parametrize("shape", [vllm_output, chat_completion, completion])
+def test_each_response_shape_equals_the_grade_reranker(shape):
+    reranker, records = scorer_and_logprobs("bf16")
+    expected = quiet(lambda: reranker.rerank(FEW_QUERIES, FEW_DOCS, CANDIDATES)).to_dict()
+    responses = {q: {d: shape(lp) for d, lp in docs.items()} for q, docs in records.items()}
+    run = quiet(lambda: run_from_logprobs(responses, position="</think>" if shape is vllm_output else None))
+    for qid, docs in expected.items():
+        np.testing.assert_allclose([run[qid][d] for d in docs], list(docs.values()), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("shape", [dict, vllm_output, chat_completion, completion])
 def test_equals_the_yes_no_reranker_given_the_same_logprobs(shape):
     reranker, records = scorer_and_logprobs("bf16", YesNoReranker, ["0", "1"], yes_token="1", no_token="0")
     expected = quiet(lambda: reranker.rerank(FEW_QUERIES, FEW_DOCS, CANDIDATES)).to_dict()
