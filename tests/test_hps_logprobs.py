@@ -87,6 +87,12 @@ def test_equals_the_grade_reranker_given_the_same_logprobs(dtype, score, tmp_pat
     assert run.metadata["score"] == score
 
 
+def test_the_hps_name_is_the_light_function_itself():
+    import tieaware.logprobs
+
+    assert run_from_logprobs is tieaware.logprobs.run_from_logprobs
+
+
 def test_token_spellings_add_up_missing_grades_count_zero_and_others_are_ignored():
     p = {"1": 0.2, " 1": 0.1, "Ġ2": 0.3, "yes": 0.4}  # grade 0 absent from the top log-probs
     with pytest.warns(MissingTokenWarning, match=r"\(1 of 1\)"):
