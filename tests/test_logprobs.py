@@ -96,6 +96,29 @@ def test_vllm_request_outputs_as_json_and_as_objects(position):
         assert run_from_logprobs(completion_outputs, grades=range(10), position=position).to_dict() == run.to_dict()
 
 
+class SequenceLike:
+    """Indexable with a length, not a registered Sequence (as a flat log-prob container may be)."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, index):
+        return self.items[index]
+
+
+def test_vllm_logprobs_in_a_sequence_like_container():
+    records = fixture("vllm_request_outputs.json")
+    objects = {q: {d: as_objects(o) for d, o in docs.items()} for q, docs in records.items()}
+    for output in objects["q1"].values():
+        output.outputs[0].logprobs = SequenceLike(output.outputs[0].logprobs)
+    with pytest.warns(MissingTokenWarning):
+        run = run_from_logprobs(objects, grades=range(10), position="</think>")
+    close(run, vllm_expected())
+
+
 def test_vllm_default_position_is_the_last_and_names_the_pair_when_it_holds_no_grade():
     with pytest.raises(InputError, match=r"query 'q1', doc 'd1': not one grade token .* among \['<\|im_end\|>'"):
         run_from_logprobs(fixture("vllm_request_outputs.json"), grades=range(10))
@@ -125,6 +148,7 @@ def test_vllm_token_ids_through_the_tokenizer_when_decoded_token_is_absent():
     ("<answer>", r"query 'q1', doc 'd1': marker '<answer>' is not in the generated text"),
     (11, r"query 'q1', doc 'd1': position 11 lies outside the 11 generated positions"),
     (2.0, "position must be None, an int or a marker str"),
+    ("", "position='' marks nothing"),
 ])
 def test_bad_positions_name_the_pair(position, message):
     with pytest.raises(InputError, match=message):

@@ -120,6 +120,8 @@ def run_from_logprobs(records, *, kind: str = "grade", grades: Iterable[int] | N
         raise InputError("grades= and score= are for kind='grade'; kind='yes_no' scores P(yes)")
     if position is not None and not isinstance(position, (int, str)) or isinstance(position, bool):
         raise InputTypeError(f"position must be None, an int or a marker str, not {position!r}")
+    if position == "":
+        raise InputError("position='' marks nothing: give the marker text, such as '</think>'")
     if not (missing == "min" or is_number(missing) and not np.isnan(missing) and float(missing) <= 0):
         raise InputError(f"missing must be 'min' or a log-prob <= 0 (float('-inf') for probability 0), not {missing!r}")
     if kind == "grade":

@@ -39,7 +39,11 @@ def field(obj, name: str):
 
 
 def is_list(obj) -> bool:
-    return isinstance(obj, Sequence) and not isinstance(obj, (str, bytes))
+    """A sequence that is not text nor a mapping (a list, a tuple, or a sequence-like such as vLLM's
+    FlatLogprobs: indexable with a length)."""
+    if isinstance(obj, (str, bytes, Mapping)):
+        return False
+    return isinstance(obj, Sequence) or hasattr(obj, "__len__") and hasattr(obj, "__getitem__")
 
 
 def first(items, what: str, where: str):
