@@ -11,6 +11,7 @@ import numbers
 from typing import Any
 
 from .errors import InputError
+from .readers.kinds import is_ranx_qrels, is_ranx_run
 from .registry import OBLIVIOUS_ORDERS
 
 
@@ -47,3 +48,26 @@ def check_oblivious(oblivious: Any, *, allow_none: bool = False) -> None:
     if not isinstance(oblivious, str) or oblivious not in OBLIVIOUS_ORDERS:
         either = "None or one of" if allow_none else "one of"
         raise InputError(f"oblivious must be {either} {OBLIVIOUS_ORDERS}, got {oblivious!r}.")
+
+
+def resolve_oblivious(oblivious: Any, qrels: Any, *runs: Any) -> str:
+    """The tool order ``oblivious`` names, checked; None: the tool the inputs come from.
+
+    ``oblivious=None`` (the default of `tieaware.evaluate` and `tieaware.compare`) is "ranx" when the
+    qrels or any run is a ranx ``Qrels``/``Run`` (a ranx user's number: `evaluate`'s "ranx" order is
+    ranx's for the run as given, a ``Run``'s or a dict's), else "trec_eval" (dicts, files, DataFrames
+    and records: the order of trec_eval, pytrec_eval, MTEB and ir_measures' default measures).
+
+    Raises:
+        InputError: ``oblivious`` is neither None nor one of `tieaware.registry.OBLIVIOUS_ORDERS`.
+
+    Examples:
+        >>> resolve_oblivious(None, {"q1": {"d1": 1}}, {"q1": {"d1": 0.5}})
+        'trec_eval'
+        >>> resolve_oblivious("input", {"q1": {"d1": 1}}, {"q1": {"d1": 0.5}})
+        'input'
+    """
+    check_oblivious(oblivious, allow_none=True)
+    if oblivious is not None:
+        return str(oblivious)
+    return "ranx" if is_ranx_qrels(qrels) or any(is_ranx_run(run) for run in runs) else "trec_eval"

@@ -18,6 +18,7 @@ import pandas as pd
 from ranx.data_structures import Report as RanxReport
 from tabulate import tabulate
 
+from .arguments import resolve_oblivious
 from .display import progress
 from .errors import InputError, UnknownMetricError
 from .evaluation import evaluate
@@ -352,7 +353,7 @@ def _aligned_expected(results: dict[str, EvaluationReport], metrics: list[str]) 
 def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], metrics: MetricsLike,
             stat_test: str | None = "student", n_permutations: int = 1000,
             max_p: float = 0.01, random_seed: int = 42, threads: int = 0, rounding_digits: int = 3,
-            show_percentages: bool = False, make_comparable: bool = False, *, oblivious: str = "trec_eval",
+            show_percentages: bool = False, make_comparable: bool = False, *, oblivious: str | None = None,
             relevance_level: int = 1, show_progress: bool = False,
             ignore_identical_ids: bool = False) -> ComparisonReport:
     """Evaluate several runs tie-aware and test their differences; the same call as ``ranx.compare``.
@@ -377,7 +378,9 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
         rounding_digits, show_percentages: how the tables print numbers.
         make_comparable: score qrels queries missing from a run as 0 and drop run
             queries without qrels, instead of raising.
-        oblivious: whose tie order gives the oblivious values: one of `tieaware.registry.OBLIVIOUS_ORDERS`.
+        oblivious: whose tie order gives the oblivious values: one of `tieaware.registry.OBLIVIOUS_ORDERS`;
+            None (default): "ranx" when the qrels or any run is a ranx object, else "trec_eval"
+            (`tieaware.arguments.resolve_oblivious`); the report's ``oblivious_order`` says which.
         relevance_level: judgments >= this are relevant unless a metric name sets its own.
         show_progress: a progress bar over runs (shown only if evaluation takes over a second).
         ignore_identical_ids: BEIR's convention: documents whose id equals the query id are
@@ -407,8 +410,9 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
     if stat_test is not None and stat_test not in STAT_TESTS:
         raise InputError(f"stat_test must be one of {STAT_TESTS} or None, got {stat_test!r}.")
     metric_names = metric_keys(metrics)[0]
-    qrels = load_qrels(qrels)
     named = named_runs(runs)
+    oblivious = resolve_oblivious(oblivious, qrels, *named.values())
+    qrels = load_qrels(qrels)
     if not named:
         raise InputError("No runs to compare.")
     results: dict[str, EvaluationReport] = {}
@@ -446,7 +450,7 @@ def metric_at_k(metric: str, k: int) -> str:
 
 
 def compare_at_k(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike],
-                 metric: str | Sequence[str] = "ndcg", ks: Iterable[int] = DEFAULT_KS, *, oblivious: str = "trec_eval",
+                 metric: str | Sequence[str] = "ndcg", ks: Iterable[int] = DEFAULT_KS, *, oblivious: str | None = None,
                  relevance_level: int = 1, make_comparable: bool = False) -> ComparisonReport:
     """`compare` (without significance tests) of ``metric@k`` for every k: the numbers behind
     metric@k curves.
@@ -465,7 +469,7 @@ def compare_at_k(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLik
 
 def plot_at_k(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], metric: str | Sequence[str] = "ndcg",
               ks: Iterable[int] = DEFAULT_KS, path: str | os.PathLike[str] | None = None, *,
-              oblivious: str = "trec_eval", relevance_level: int = 1, make_comparable: bool = False,
+              oblivious: str | None = None, relevance_level: int = 1, make_comparable: bool = False,
               title: str | None = None, dpi: int = 150) -> Figure:
     """`compare_at_k`, drawn by `tieaware.figures.plot_report` (E[M] against k per run, the [min, max]
     band over tie orders and the oblivious values); saved to ``path`` when given.

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from .arguments import check_oblivious, is_count, is_finite
+from .arguments import is_count, is_finite, resolve_oblivious
 from .engine import per_query_tables
 from .errors import InputError
 from .inputs import QrelsLike, RunLike, is_ranx_run
@@ -19,7 +19,7 @@ from .threads import limited
 
 def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: bool = True,
              return_std: bool = False, threads: int = 0, save_results_in_run: bool = False,
-             make_comparable: bool = False, *, oblivious: str = "trec_eval", relevance_level: float = 1,
+             make_comparable: bool = False, *, oblivious: str | None = None, relevance_level: float = 1,
              stream: bool | int = False, per_query_out: str | os.PathLike | None = None,
              ignore_identical_ids: bool = False) -> MetricResult | EvaluationReport | dict:
     """Tie-aware evaluation; the same call as ``ranx.evaluate``.
@@ -57,10 +57,12 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
             queries in ``run.std_scores[name]``; a run that is not a ranx ``Run`` raises `InputError`.
         make_comparable: score queries in the qrels but not in the run as empty
             (0) and drop run queries without qrels, instead of raising.
-        oblivious: whose tie order gives ``.oblivious``: "trec_eval" (pytrec_eval,
-            MTEB: score desc, doc id desc), "ranx" (ranx.evaluate on this same object; for a
-            file path or a DataFrame, on the Run ranx reads from it, ``Run.from_file`` or
-            ``Run.from_df``, whose ties are ordered unlike a dict's),
+        oblivious: whose tie order gives ``.oblivious`` (and ``.bias``); None (default): the tool the
+            inputs come from, "ranx" when the qrels or the run is a ranx object, else "trec_eval"
+            (`tieaware.arguments.resolve_oblivious`); the result's ``oblivious_order`` says which.
+            "trec_eval" (pytrec_eval, MTEB: score desc, doc id desc), "ranx" (ranx.evaluate on this
+            same object; for a file path or a DataFrame, on the Run ranx reads from it,
+            ``Run.from_file`` or ``Run.from_df``, whose ties are ordered unlike a dict's),
             "input" (first given first), or "ir_measures" (its default pipeline: trec_eval's
             order, except doc id ascending for RR@k and Judged@k and input order for RBP;
             see `tieaware.engine.ir_measures_order`), "sentence_transformers" (its
@@ -104,7 +106,7 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
         >>> round(float(res), 2), res.min, res.max
         (0.75, 0.5, 1.0)
     """
-    _check_arguments(oblivious, relevance_level, threads)
+    oblivious = _check_arguments(oblivious, relevance_level, threads, qrels, run)
     check_outputs([per_query_out], [qrels, run])
     keys, single = metric_keys(metrics)
     specs = parse_metrics(keys, relevance_level)
@@ -140,12 +142,14 @@ def evaluate(qrels: QrelsLike, run: RunLike, metrics: MetricsLike, return_mean: 
     return next(iter(out.values())) if single else out
 
 
-def _check_arguments(oblivious, relevance_level, threads) -> None:
-    check_oblivious(oblivious)
+def _check_arguments(oblivious, relevance_level, threads, qrels, run) -> str:
+    """Raise on an argument out of range; the tool order ``oblivious`` resolves to."""
+    oblivious = resolve_oblivious(oblivious, qrels, run)
     if not is_finite(relevance_level):
         raise InputError(f"relevance_level must be a finite number, got {relevance_level!r}.")
     if not is_count(threads):
         raise InputError(f"threads must be an integer >= 0 (0: all CPUs), got {threads!r}.")
+    return oblivious
 
 
 def _query_std(values: np.ndarray) -> float:

@@ -274,7 +274,8 @@ class TieAwareInformationRetrievalEvaluator(InformationRetrievalEvaluator):
             theirs = self.compute_metrics(hits)
             wanted = {(kind, k): names[kind].format(k) for kind, values in theirs.items() for k in values}
             # a list of metric names gives an EvaluationReport
-            report = cast(EvaluationReport, evaluate(qrels, run, list(dict.fromkeys(wanted.values()))))
+            report = cast(EvaluationReport, evaluate(qrels, run, list(dict.fromkeys(wanted.values())),
+                                                        oblivious="trec_eval"))
             for (kind, k), ours in wanted.items():
                 per_query = report[ours].per_query.loc[qids]
                 factor = n_relevant / np.minimum(k, n_relevant) if kind == "map@k" else None
@@ -402,7 +403,7 @@ class TieAwareRerankingEvaluator(CrossEncoderRerankingEvaluator):
         reported = np.sum(theirs, axis=0) / len(self.samples) if theirs else np.zeros(3)
         positions = {"map": 2, f"mrr@{self.at_k}": 0, f"ndcg@{self.at_k}": 1}  # compute_metrics: mrr, ndcg, ap
         # a list of metric names gives an EvaluationReport
-        report = cast(EvaluationReport, evaluate(qrels, run, list(positions))) if qrels else None
+        report = cast(EvaluationReport, evaluate(qrels, run, list(positions), oblivious="trec_eval")) if qrels else None
         metrics: dict[str, float] = {}
         for name, position in positions.items():
             if report is None:
