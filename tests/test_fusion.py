@@ -10,7 +10,7 @@ import ranx
 import tieaware
 from tieaware.datasets import cranfield
 from tieaware.errors import InputError
-from tieaware.fusion import OBJECTIVES, optimize_fusion
+from tieaware.fusion import OBJECTIVES, fuse, optimize_fusion
 
 FILES = cranfield()
 QRELS = ranx.Qrels(tieaware.read_trec_qrels(FILES.qrels))
@@ -56,6 +56,22 @@ def test_report_is_ranx_s_with_the_objective_values():
         assert value == result.min < result.max and result.oblivious == pytest.approx(float(their_value), abs=1e-12)
 
 
+def test_ties_mean_rank_tunes_the_fusion_fuse_performs():
+    """ties="mean_rank": each trial fused by tieaware.fusion.fuse (the bf16 run's tied documents share
+    their mean rank), the pick that of a brute-force search over those fusions; the default, "ranx",
+    tunes ranx.fuse, which hands the bf16 run's arbitrary tie order on to RRF."""
+    grid = [{"k": k} for k in (20, 30, 40)]
+    results = [tieaware.evaluate(QRELS, fuse(RUNS, norm=None, method="rrf", params=params), "ndcg@10")
+               for params in grid]
+    best, report = optimize_fusion(QRELS, RUNS, norm=None, method="rrf", metric="ndcg@10", ties="mean_rank",
+                                   return_optimization_report=True, min_k=20, max_k=40, step=10)
+    assert best == grid[max(range(len(grid)), key=lambda i: (results[i].expected, i))]
+    assert [report.metric_results[str(params["k"])].expected for params in grid] == [r.expected for r in results]
+    _, inherited = optimize_fusion(QRELS, RUNS, norm=None, method="rrf", metric="ndcg@10",
+                                   return_optimization_report=True, min_k=20, max_k=40, step=10)
+    assert any(report.metric_results[c].expected != inherited.metric_results[c].expected for c in report.configs)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(method="bayesfuse"), "tunes 'rrf' and the weighted methods"),
     (dict(objective="max"), "objective must be one of"),
@@ -64,6 +80,7 @@ def test_report_is_ranx_s_with_the_objective_values():
     (dict(penalty=math.inf), "penalty must be a number >= 0 and finite"),
     (dict(method="rrf", weights=3), r"unknown search option\(s\) \['weights'\]"),
     (dict(metric=["ndcg@10", "map"]), "one metric"),
+    (dict(ties="first"), "ties must be one of"),
 ])
 def test_bad_arguments_are_named(kwargs, match):
     with pytest.raises(InputError, match=match):
