@@ -58,6 +58,13 @@ def resolve_oblivious(oblivious: Any, qrels: Any, *runs: Any) -> str:
     ranx's for the run as given, a ``Run``'s or a dict's), else "trec_eval" (dicts, files, DataFrames
     and records: the order of trec_eval, pytrec_eval, MTEB and ir_measures' default measures).
 
+    Args:
+        oblivious: None or a tool's order, as `tieaware.evaluate` takes it.
+        qrels, runs: the inputs as the user gave them (before any conversion).
+
+    Returns:
+        The name of the order, one of `tieaware.registry.OBLIVIOUS_ORDERS`.
+
     Raises:
         InputError: ``oblivious`` is neither None nor one of `tieaware.registry.OBLIVIOUS_ORDERS`.
 
