@@ -1,6 +1,8 @@
 """TREC files read once from pipes, FIFOs, process substitution and ``-``, compressed or not, with the
 numbers the file gives."""
+import bz2
 import gzip
+import lzma
 import math
 import os
 import re
@@ -137,14 +139,24 @@ def _oracle_grade(text: str, where: str) -> int:
     raise InputError(f"{where}: relevance {text!r} is not an integer grade.")
 
 
+_BARE_CR = re.compile(rb"\r[ \t\r\x0b\x0c]*[^ \t\r\n\x0b\x0c]")
+_COMPRESSORS = {"plain": lambda data: data, "gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress}
+
+
+def _decompressed(data: bytes) -> bytes:
+    for magic, decompress in ((b"\x1f\x8b", gzip.decompress), (b"BZh", bz2.decompress),
+                              (b"\xfd7zXZ\x00", lzma.decompress)):
+        if data.startswith(magic):
+            return decompress(data)
+    return data
+
+
 def oracle_read(path: Path, kind: str) -> dict:
     """The line-by-line Python reader the compiled one replaced (split on ASCII whitespace, as
     trec_eval splits): the test oracle."""
-    data = path.read_bytes()
-    data = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+    data = _decompressed(path.read_bytes())
     out: dict = {}
-    for line_no, raw in enumerate(data.splitlines(keepends=True) if b"\r" not in data
-                                  else [x + b"\n" for x in data.split(b"\n")], 1):
+    for line_no, raw in enumerate([x + b"\n" for x in data.split(b"\n")], 1):
         if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
         where = f"{path}:{line_no}"
@@ -152,10 +164,12 @@ def oracle_read(path: Path, kind: str) -> dict:
             raw.decode("utf-8")
         except UnicodeDecodeError:
             raise InputError(f"{where}: {kind} file is not valid UTF-8") from None
+        if _BARE_CR.search(raw):  # a CR with a token after it on its line: lines that would run together
+            raise InputError(f"{where}: a carriage return (CR) without a newline after it")
         cols = [c.decode("utf-8") for c in raw.split()]
         if not cols or cols[0].startswith("#"):
             continue
-        if len(cols) != (6 if kind == "run" else 4) and not (kind == "run" and len(cols) > 6):
+        if len(cols) != (6 if kind == "run" else 4):  # trec_eval would drop a run line's fields after the sixth
             raise InputError(f"{where}: a TREC {kind} line has")
         value = _oracle_score(cols[4], where) if kind == "run" else _oracle_grade(cols[3], where)
         docs = out.setdefault(cols[0], {})
@@ -184,31 +198,47 @@ _GRADES = st.one_of(st.integers(-3, 5).map(str), st.sampled_from(["2.0", "+3", "
 _SPACE = st.sampled_from([" ", "\t", "  ", " \t", "\x0b", "\x0c", "\r"])
 
 
+def _record(draw, kind: str) -> list:
+    qid = draw(st.sampled_from(["q1", "q2", "10", "é"])) if draw(st.booleans()) else draw(_IDS)
+    cols = [qid, "Q0" if kind == "run" else "0", draw(_IDS)]
+    return cols + ([draw(st.integers(0, 9)).__str__(), draw(_SCORES), "tag"] if kind == "run" else [draw(_GRADES)])
+
+
+#: line endings: newlines, CRLF, bare CR (old Mac), or each line its own
+_ENDINGS = {"lf": ["\n"], "crlf": ["\r\n"], "cr": ["\r"], "mixed": ["\n", "\r\n", "\r"]}
+
+
 @st.composite
 def _trec_text(draw, kind: str) -> bytes:
+    """Lines of a TREC file: good records, blank and comment lines, records with a column too few or
+    too many, two records glued on one line (``cat a b`` where ``a`` lacks its final newline), with
+    newline, CRLF, bare CR or mixed endings."""
     lines = []
     for _ in range(draw(st.integers(0, 12))):
-        shape = draw(st.integers(0, 12))
+        shape = draw(st.integers(0, 14))
         if shape == 0:
             lines.append(draw(st.sampled_from(["", "   ", "# a comment", "#q1 Q0 d1 1 x t", "\t"])))
             continue
-        qid = draw(st.sampled_from(["q1", "q2", "10", "é"])) if draw(st.booleans()) else draw(_IDS)
-        docid = draw(_IDS)
-        cols = [qid, "Q0" if kind == "run" else "0", docid]
-        cols += ([draw(st.integers(0, 9)).__str__(), draw(_SCORES), "tag"] if kind == "run" else [draw(_GRADES)])
+        cols = _record(draw, kind)
         if shape == 1:
             cols = cols[:-1]
         elif shape == 2:
             cols.append("extra")
+        elif shape == 3:  # glued: the first record's last field runs into the second's first
+            second = _record(draw, kind)
+            cols = [*cols[:-1], cols[-1] + second[0], *second[1:]]
         seps = [draw(_SPACE) for _ in cols]
         lines.append(draw(st.sampled_from(["", " ", "\t"])) + "".join(c + s for c, s in zip(cols, seps)))
-    text = "\n".join(lines).encode()
+    endings = _ENDINGS[draw(st.sampled_from(["lf"] * 5 + ["crlf", "cr", "mixed"]))]
+    text = "".join(line + draw(st.sampled_from(endings)) for line in lines)
+    text = text[:-1] if text.endswith("\n") and draw(st.booleans()) else text
+    text = text.encode()
     if draw(st.integers(0, 9)) == 0:
         text = b"\xef\xbb\xbf" + text
     if draw(st.integers(0, 9)) == 0 and text:
         at = draw(st.integers(0, len(text) - 1))
         text = text[:at] + b"\xff" + text[at:]
-    return text + draw(st.sampled_from([b"", b"\n"]))
+    return text
 
 
 def _outcome(reader, path: Path):
@@ -221,12 +251,12 @@ def _outcome(reader, path: Path):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), kind=st.sampled_from(["run", "qrels"]), block=st.sampled_from([1, 5, 64, 1 << 23]),
-       packed=st.booleans())
-def test_compiled_reader_equals_the_python_reader(tmp_path, monkeypatch, data, kind, block, packed):
+       compression=st.sampled_from(sorted(_COMPRESSORS)))
+def test_compiled_reader_equals_the_python_reader(tmp_path, monkeypatch, data, kind, block, compression):
     monkeypatch.setattr(trec_files, "BLOCK_BYTES", block)
     text = data.draw(_trec_text(kind))
     path = tmp_path / f"{kind}.trec"
-    path.write_bytes(gzip.compress(text) if packed else text)
+    path.write_bytes(_COMPRESSORS[compression](text))
     reader = read_trec_run if kind == "run" else read_trec_qrels
     expected, got = _outcome(lambda p: oracle_read(p, kind), path), _outcome(reader, path)
     if isinstance(expected, str):  # the oracle's messages are the beginnings of the reader's
@@ -285,7 +315,7 @@ def test_nbsp_and_other_unicode_spaces_stay_inside_ids(tmp_path):
 
 def test_run_tag_is_the_last_lines(tmp_path):
     run = tmp_path / "run.trec"
-    run.write_text("q1 Q0 d1 1 0.5 first\nq1 Q0 d2 2 0.4 last extra\n# comment\n")
+    run.write_text("q1 Q0 d1 1 0.5 first\nq1 Q0 d2 2 0.4 last\n# comment\n")
     assert trec_files.read_trec(run, "run")[1] == "last"
 
 
@@ -526,3 +556,26 @@ def test_run_chunks_never_asked_for_stop_their_reader(plain, monkeypatch):
     assert {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"} - before
     reader.close()
     assert {t for t in threading.enumerate() if t.name == "tieaware-trec-reader"} == before
+
+
+@pytest.mark.parametrize("compression", sorted(_COMPRESSORS))
+@pytest.mark.parametrize("text,message", [(b"q1 Q0 d1 1 0.9 r\rq1 Q0 d2 2 0.8 r\r", ":1: a carriage return"),
+                                          (b"q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.8 rq1 Q0 d3 3 0.7 r\n",
+                                           ":2: a TREC run line has 6 columns")])
+def test_bare_cr_and_glued_lines_from_a_fifo_and_stdin_are_errors(plain, tmp_path, monkeypatch, capsys, compression,
+                                                                   text, message):
+    _, qrels = plain
+    packed = _COMPRESSORS[compression](text)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(packed))
+    writer.start()
+    with pytest.raises(InputError, match=re.escape(f"{fifo}{message}")):
+        read_trec_run(fifo)
+    writer.join()
+    read, write = os.pipe()
+    threading.Thread(target=lambda: (os.write(write, packed), os.close(write))).start()
+    with os.fdopen(read, "rb") as pipe:
+        monkeypatch.setattr(sys, "stdin", pipe)
+        assert main(["eval", str(qrels), "-", "-m", "map"]) == 2
+    assert f"-{message}" in capsys.readouterr().err

@@ -19,10 +19,12 @@ Files may be gzip, bzip2 or xz compressed (recognised by their first bytes,
 whatever their name) and may start with a UTF-8 byte-order mark; they are read
 once, so a FIFO, process substitution or ``-`` (standard input) works as a path.
 TREC files are read by `tieaware.readers.trec_files` and follow trec_eval: columns are
-split on ASCII whitespace, blank lines and ``#`` comment lines are skipped,
-fields after the sixth of a run line are ignored, and grades are integers (a fractional or
-exponent-written grade, which trec_eval's ``atol`` would silently truncate, is
-an error here). Scores must be numbers as C's ``atof`` reads them the same way
+split on ASCII whitespace, blank lines and ``#`` comment lines are skipped, and grades
+are integers (a fractional or exponent-written grade, which trec_eval's ``atol`` would
+silently truncate, is an error here). A run line has exactly six fields and a qrels line
+four (trec_eval drops a run line's fields after the sixth, and with them the second of
+two records glued on one line), and a carriage return with more text after it on its
+line (bare CR line endings, whole or mixed) is an error: trec_eval reads it as a space. Scores must be numbers as C's ``atof`` reads them the same way
 (no ``0_4``, no non-ASCII digits); ``inf``/``-inf`` are ordinary scores.
 
 Ids are strings, as trec_eval reads them; one rule for every container
@@ -60,8 +62,8 @@ from .readers.text import file_stem, iter_lines, open_text, read_text, read_text
 def read_trec_run(path) -> dict:
     """Read a TREC run file (plain or compressed) into ``{qid: {docid: score}}``, line order kept.
 
-    The rank column and fields after the sixth are ignored, as trec_eval does;
-    scores decide the order.
+    The rank column is ignored, as trec_eval does; scores decide the order. A line
+    with more than six fields is an error (trec_eval would drop the fields after the sixth).
 
     Args:
         path: a ``qid Q0 docid rank score tag`` file, plain or gzip/bzip2/xz-compressed.

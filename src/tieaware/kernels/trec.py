@@ -2,8 +2,11 @@
 
 Tokens are split on ASCII whitespace (C's ``isspace``: space, tab, newline, vertical tab, form feed,
 carriage return), as trec_eval splits them; a U+00A0 inside an id stays part of the id. Blank lines and
-lines whose first token starts with ``#`` are skipped. A run line needs at least 6 tokens (the rank and the
-fields after the sixth are ignored), a qrels line exactly 4.
+lines whose first token starts with ``#`` are skipped. A run line needs exactly 6 tokens (the rank is
+ignored), a qrels line exactly 4: trec_eval ignores a run line's fields after the sixth, so two records
+glued on one line (``cat a b`` where ``a`` lacks its final newline) would lose the second. A carriage
+return with a token after it on its line is an error (`BARE_CR`): trec_eval reads it as a space, so a
+file with bare CR line endings (whole or mixed) would be read as one line; CRLF endings are whitespace.
 
 A score is the text C's ``strtod`` and Python's ``float`` both read whole and the same way:
 ``[+-]? (digits [. digits?] | . digits) ([eE] [+-]? digits)?`` or ``[+-]? (inf | infinity)`` in any case;
@@ -23,8 +26,8 @@ from .binary64 import nearest_double
 from .groups import compare_ids, id_hash
 
 #: error codes of `scan`: a line with the wrong number of columns, a score that is not a number,
-#: a NaN score, a grade that is not an integer (or beyond 18 digits)
-COLUMNS, SCORE, NAN, GRADE = 1, 2, 3, 4
+#: a NaN score, a grade that is not an integer (or beyond 18 digits), a carriage return with a token after it
+COLUMNS, SCORE, NAN, GRADE, BARE_CR = 1, 2, 3, 4, 5
 #: bytes after a block's last newline that `scan` may read (8-byte words), not part of the block
 PAD = 8
 _ONES = np.uint64(0x0101010101010101)
@@ -234,13 +237,16 @@ def scan(buf, run, rec_line, scores, grades, slow, codes, doc_lo, doc_hi, seg_st
     while i < n:
         line_at = i
         n_tok = 0
+        after_cr = bare_cr = False  # a carriage return since the last token; one with a token after it
         while True:  # the line's tokens
             c = buf[i]
             while c != 10 and _is_space(c):
+                after_cr |= c == 13
                 i += 1
                 c = buf[i]
             if c == 10:
                 break
+            bare_cr |= after_cr
             lo = i
             i = _space_at_or_after(buf, i + 1)
             if n_tok < 7:
@@ -248,10 +254,12 @@ def scan(buf, run, rec_line, scores, grades, slow, codes, doc_lo, doc_hi, seg_st
                 ends[n_tok] = i
             n_tok += 1
         i += 1  # past the newline
+        if bare_cr:  # a comment too: a CR-only file that starts with one would be one comment
+            return n_rec, n_code, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, BARE_CR
         if n_tok == 0 or buf[starts[0]] == 35:  # blank, or a # comment
             line += 1
             continue
-        if (n_tok < 6) if run else (n_tok != 4):
+        if n_tok != (6 if run else 4):
             return n_rec, n_code, n_seg, n_q, n_slow, tag_lo, tag_hi, line, line, COLUMNS
         if run:
             code, value = _score(buf, starts[4], ends[4])

@@ -9,10 +9,10 @@ numbers. Every reader of TREC files uses it: `inputs.read_trec_run` /
 `read_trec_qrels` (and so `evaluate` on paths and the HPS candidate reader) and `streaming.evaluate_stream`.
 
 Strictness is trec_eval's reading made explicit (see `kernels.trec`): what trec_eval would misread
-(a fractional grade, ``0_4``, NaN, a document twice for a query, a wrong number of columns, bytes that
-are not UTF-8) is an `InputError` naming file:line, the first in the file's order. Scores are converted
-correctly rounded, as C's ``strtod`` converts them: in the kernel up to 19 significant digits, from their
-text by Python's ``float`` beyond.
+(a fractional grade, ``0_4``, NaN, a document twice for a query, a wrong number of columns, a run line's
+fields after the sixth, bare CR line endings, bytes that are not UTF-8) is an `InputError` naming
+file:line, the first in the file's order. Scores are converted correctly rounded, as C's ``strtod``
+converts them: in the kernel up to 19 significant digits, from their text by Python's ``float`` beyond.
 """
 from __future__ import annotations
 
@@ -221,13 +221,19 @@ class TrecFile:
         for _ in range(index):
             lo = chunk.index(b"\n", lo) + 1
         raw = chunk[lo:chunk.index(b"\n", lo)]
+        where = f"{self.path}:{line_no}"
+        if code == kernel.BARE_CR:
+            return InputError(
+                f"{where}: a carriage return (CR) without a newline after it, then more text on the line: "
+                f"{_excerpt(raw)}. Lines that end in a bare CR (old Mac endings, whole or mixed with others) "
+                "would run together: trec_eval reads a CR as a space, so it would misread them. Convert the "
+                "endings to newlines (tr '\\r' '\\n' < in > out; CRLF endings are fine).")
         text = raw.decode("utf-8")
         tokens = [token.decode("utf-8") for token in raw.split()]
-        where = f"{self.path}:{line_no}"
         layout, n_cols = _COLUMNS[self.kind]
         if code == kernel.COLUMNS:
             return InputError(f"{where}: a TREC {self.kind} line has {n_cols} columns ({layout}), this one has "
-                              f"{len(tokens)}: {text.strip()!r}.{_layout_hint(self.kind, len(tokens))}")
+                              f"{len(tokens)}: {_excerpt(raw.strip())}.{_layout_hint(self.kind, len(tokens))}")
         try:
             if code == kernel.GRADE:
                 _grade(tokens[3], where)
@@ -369,9 +375,19 @@ def _layout_hint(kind: str, n_cols: int) -> str:
     if kind == "run" and n_cols == 3:
         return (" Three columns: a qid<TAB>docid<TAB>score run (tab-separated, MS MARCO style) is read in memory, "
                 "by evaluate from a file (not streamed, not a pipe) or with tieaware.inputs.read_tsv_run.")
-    if kind == "qrels" and n_cols >= 6:
+    if kind == "qrels" and n_cols == 6:
         return " It looks like a run line (qid Q0 docid rank score tag): was a run file given as the qrels?"
+    if n_cols > _COLUMNS[kind][1]:
+        lost = "drops a run line's fields after the sixth" if kind == "run" else "stops here ('Malformed line')"
+        return (f" trec_eval {lost}; two records glued on one line (as `cat a b` makes when a lacks its final "
+                "newline) look like this. Remove the extra fields, or put each record on a line of its own.")
     return ""
+
+
+def _excerpt(raw: bytes, limit: int = 120) -> str:
+    """The repr of a line's text, cut to its first ``limit`` characters (a file of bare-CR lines is one line)."""
+    text = raw.decode("utf-8")
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def put_segment(table: dict, block: Block, segment: int, values: list) -> None:
