@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import InputError, InputTypeError
+from .readers.dict_arrays import inexact_message, inexact_rows
 
 if TYPE_CHECKING:
     import torch
@@ -78,6 +79,12 @@ def _checked(indexes: ArrayInput, preds: ArrayInput,
             row = int(bad[0])
             raise InputError(f"target must hold integer grades (or bools), got {grades[row].item()!r} at row {row} "
                              f"(query {int(idx[row])}; {bad.size} such rows).")
+    for values, name, kind in ((scores, "preds", "Run score"), (grades, "target", "Relevance")):
+        inexact = inexact_rows(values)
+        if inexact.size:
+            row = int(inexact[0])
+            raise InputError(f"{name} at row {row} (query {int(idx[row])}; {inexact.size} such rows) "
+                             f"{inexact_message(kind, values[row].item())}")
     return idx, scores, grades
 
 
@@ -91,7 +98,9 @@ def arrays_to_dicts(indexes: ArrayInput, preds: ArrayInput, target: ArrayInput, 
             them (``torch.sort(indexes)``, not stable) instead of row order.
 
     Raises:
-        InputError: no rows, shapes differ, a NaN score, a non-integer grade, non-integer indexes.
+        InputError: no rows, shapes differ, a NaN score, a non-integer grade, non-integer indexes, a
+            score or grade float64 cannot hold exactly (an int64 beyond 2**53 that distinct values
+            would share: a false tie).
     """
     idx, scores, grades = _checked(indexes, preds, target)
     n = idx.size
@@ -108,8 +117,9 @@ def arrays_to_dicts(indexes: ArrayInput, preds: ArrayInput, target: ArrayInput, 
     query_ids = sorted_idx[starts].astype(str).tolist()
     width = len(str(n - 1))
     doc_ids = np.char.zfill(row_order.astype(str), width).tolist()
-    score_list = scores[row_order].astype(np.float64).tolist()
-    grade_list = grades[row_order].astype(np.int64).tolist()
+    score_list = scores[row_order].astype(np.float64).tolist()  # exact: `_checked` refused what is not
+    # exact Python ints (an integral float grade of 1e19, a uint64 beyond 2**63: int64 would wrap them)
+    grade_list = list(map(int, grades[row_order].tolist()))
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, dict[str, float]] = {}
     for qid, a, b in zip(query_ids, bounds, bounds[1:]):
@@ -137,7 +147,10 @@ def evaluate_arrays(indexes: ArrayInput, preds: ArrayInput, target: ArrayInput, 
         What `tieaware.evaluate` returns; queries are keyed by their index value as a string.
 
     Raises:
-        InputError: no rows, shapes differ, a NaN score, a non-integer grade, non-integer indexes.
+        InputError: no rows, shapes differ, a NaN score, a non-integer grade, non-integer indexes,
+            a score or grade that float64 cannot hold exactly (an int64 score beyond 2**53: it would
+            tie with its neighbours). Grades of any size float64 holds are read exactly (1e19, a
+            uint64 2**63).
 
     Examples:
         >>> import numpy as np

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
 import torch
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
@@ -33,6 +34,7 @@ from ..arguments import check_oblivious
 from ..arrays import evaluate_arrays
 from ..errors import InputError
 from ..metrics import parse_metrics
+from ..readers.dict_arrays import inexact_message, inexact_rows
 from ..report import EvaluationReport
 
 if TYPE_CHECKING:
@@ -103,7 +105,8 @@ class TieAwareRetrieval(Metric):
         """Add rows: ``preds`` scores, ``target`` relevance (bool or integer), ``indexes`` query of each row.
 
         Raises:
-            InputError: shapes differ, non-integer indexes, floating-point targets.
+            InputError: shapes differ, non-integer indexes, floating-point targets, integer scores
+                float64 cannot hold exactly (an int64 beyond 2**53: a false tie), grades beyond int64.
         """
         if indexes is None:
             raise InputError("indexes (the query of each row) cannot be None.")
@@ -115,6 +118,19 @@ class TieAwareRetrieval(Metric):
             raise InputError(f"indexes must be integers (the query of each row), got {indexes.dtype}.")
         if target.is_floating_point() or target.is_complex():
             raise InputError(f"target must be bool or integer grades, got {target.dtype}.")
+        if not preds.is_floating_point():  # stored as float64 below: refused where that would round
+            scores = preds.detach().reshape(-1).cpu().numpy()
+            inexact = inexact_rows(scores)
+            if inexact.size:
+                row = int(inexact[0])
+                raise InputError(f"preds at row {row} of this update ({inexact.size} such rows) "
+                                 f"{inexact_message('Run score', scores[row].item())}")
+        grades = target.detach().reshape(-1).cpu().numpy() if target.dtype == getattr(torch, "uint64", None) \
+            else np.empty(0, np.int64)  # only these may not fit the int64 they are kept in
+        if grades.size and int(grades.max()) > np.iinfo(np.int64).max:
+            row = int(grades.argmax())
+            raise InputError(f"target at row {row} of this update is {int(grades[row])}, beyond int64, in which "
+                             "the grades are kept (it would wrap to a negative grade); give grades below 2**63.")
         self.indexes.append(indexes.detach().reshape(-1).long())
         self.preds.append(preds.detach().reshape(-1).double())
         self.target.append(target.detach().reshape(-1).long())

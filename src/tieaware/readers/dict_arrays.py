@@ -88,9 +88,64 @@ def name_bad_value(kind: str, query_ids: list, per_query: list, finite: bool):
                 raise InputError(f"{kind} for query {qid!r}, document {doc!r} {problem}.")
 
 
+#: every integer of at most this magnitude is a float64 (a 53-bit significand); beyond, some are not
+EXACT_INTEGERS = 2 ** 53
+
+
+def held_exactly(value) -> bool:
+    """Whether ``float(value)`` equals ``value`` exactly: Python compares ints, Fractions, Decimals and
+    numpy's long doubles with a float exactly; numpy's integers are compared as Python ints (numpy itself
+    would compare them after rounding to float64)."""
+    if type(value) is float:
+        return True
+    if isinstance(value, np.integer):
+        value = int(value)
+    return bool(value == float(value))
+
+
+def inexact_message(kind: str, value) -> str:
+    """Why a value beyond `EXACT_INTEGERS` that float64 cannot hold is refused, and what to do."""
+    remedy = ("rank-transform the scores first (scipy.stats.rankdata(scores, method='dense') keeps their order "
+              "and ties) or give them as floats" if "score" in kind.lower() else
+              "give grades below 2**53 (or as floats)")
+    return (f"is {value!r}, which float64 (what tieaware computes in) cannot hold: it would be read as "
+            f"{float(value)!r}, so distinct values could become false ties; {remedy}.")
+
+
+def inexact_rows(values: np.ndarray) -> np.ndarray:
+    """The positions of the values of a numpy array that float64 cannot hold exactly: 64-bit integers
+    beyond 2**53 that are not multiples of their spacing there, and long doubles that are not float64s."""
+    if values.dtype.kind == "f":
+        return np.flatnonzero(values.astype(np.float64) != values) if values.dtype.itemsize > 8 else \
+            np.empty(0, np.int64)
+    if values.dtype.kind not in "iu" or values.dtype.itemsize < 8:
+        return np.empty(0, np.int64)
+    beyond = values > EXACT_INTEGERS
+    if values.dtype.kind == "i":
+        beyond |= values < -EXACT_INTEGERS
+    rows = np.flatnonzero(beyond)
+    return rows[[not held_exactly(values[row]) for row in rows.tolist()]] if rows.size else rows
+
+
+def _refuse_inexact(kind: str, query_ids: list, per_query: list, values: np.ndarray) -> None:
+    """Raise an `InputError` naming the first query/document whose value (an int, a numpy integer, a
+    long double) its float64 in ``values`` does not equal, looked for only in the queries whose float64s
+    reach 2**53 (where float64 stops holding every integer; a value below rounds to one below)."""
+    beyond = np.flatnonzero(np.isfinite(values) & (np.abs(values) >= EXACT_INTEGERS))
+    if not beyond.size:
+        return
+    ends = np.cumsum(np.fromiter(map(len, per_query), np.int64, len(per_query)))
+    for q in np.unique(np.searchsorted(ends, beyond, side="right")).tolist():
+        for doc, value in per_query[q].items():
+            if type(value) is not float and abs(float(value)) >= EXACT_INTEGERS and not held_exactly(value):
+                raise InputError(f"{kind} for query {query_ids[q]!r}, document {doc!r} {inexact_message(kind, value)}")
+
+
 def float_values(kind: str, query_ids: list, per_query: list, total: int, finite: bool) -> np.ndarray:
     """All values of per_query's inner dicts as float64, in order; NaN, None, non-numbers (and,
-    for grades, +/-inf) raise an `InputError` naming query and document.
+    for grades, +/-inf) raise an `InputError` naming query and document, as does an integer (or a
+    long double) beyond 2**53 that float64 cannot hold exactly (`held_exactly`): distinct scores
+    would become false ties.
 
     ``struct.pack_into`` writes each dict's values into the array in one C call (CPython's
     ``PyFloat_AsDouble`` per value, as ``float()``), about half the time of ``np.fromiter``."""
@@ -107,4 +162,6 @@ def float_values(kind: str, query_ids: list, per_query: list, total: int, finite
     bad = ~np.isfinite(values) if finite else np.isnan(values)
     if bad.any():
         name_bad_value(kind, query_ids, per_query, finite)
+    if total and (values.max() >= EXACT_INTEGERS or values.min() <= -EXACT_INTEGERS):
+        _refuse_inexact(kind, query_ids, per_query, values)
     return values
