@@ -172,3 +172,45 @@ def test_report_answers_what_a_ranx_report_answers(stat_test):
     np.testing.assert_allclose(ours_frame[metrics].to_numpy(float), theirs_frame[metrics].to_numpy(float))
     assert ours.format_score(0.12345) == theirs.format_score(0.12345) == "0.123"
     assert "\\begin{tabular}" in ours.to_latex()
+
+
+@pytest.mark.parametrize("stat_test", ["student", "fisher", "tukey"])
+def test_one_query_compares_without_p_values_and_says_why(stat_test):
+    qrels = {"q1": {"d1": 1, "d2": 0}}
+    runs = {"a": {"q1": {"d1": 0.9, "d2": 0.1}}, "b": {"q1": {"d1": 0.5, "d2": 0.5}}}
+    with pytest.warns(UserWarning, match="p-values need at least 2 queries, got 1"):
+        report = compare(qrels, runs, "mrr", stat_test=stat_test)
+    assert report.stat_test is None and report.pairs["p_value"].isna().all()
+    assert report.results["b"]["mrr"].expected == 0.75
+
+
+def _cli_compare(tmp_path, qrels: str, runs: dict, stat_test: str):
+    """`tieaware compare` in a process of its own, warnings on as Python's default shows them."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "qrels").write_text(qrels)
+    for name, text in runs.items():
+        (tmp_path / name).write_text(text)
+    return subprocess.run([sys.executable, "-W", "default", "-m", "tieaware", "compare", str(tmp_path / "qrels"),
+                           *(str(tmp_path / name) for name in runs), "-m", "mrr", "--stat-test", stat_test],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONWARNINGS": "default"})
+
+
+@pytest.mark.parametrize("stat_test", ["student", "tukey"])
+def test_cli_compare_gives_tieaware_messages_not_raw_scipy_warnings(tmp_path, stat_test):
+    """One query: scipy's RuntimeWarnings (student) or ValueError (tukey) became one clear line; per-query
+    differences that are constant: scipy's warning is one line saying what it means, with no source path."""
+    runs = {"a.run": "q1 Q0 d1 1 0.9 a\nq1 Q0 d2 2 0.1 a\n", "b.run": "q1 Q0 d1 1 0.5 b\nq1 Q0 d2 2 0.5 b\n"}
+    done = _cli_compare(tmp_path, "q1 0 d1 1\nq1 0 d2 0\n", runs, stat_test)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == ["tieaware compare: warning: p-values need at least 2 queries, got 1: the runs "
+                                        "are compared without a significance test."]
+    twice = {name: text + text.replace("q1", "q2") for name, text in runs.items()}
+    done = _cli_compare(tmp_path, "q1 0 d1 1\nq1 0 d2 0\nq2 0 d1 1\nq2 0 d2 0\n", twice, stat_test)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines and all(line.startswith(f"tieaware compare: warning: the significance test ({stat_test}) warned")
+                         for line in lines), done.stderr
+    assert "Warning" not in done.stderr and ".py" not in done.stderr

@@ -501,12 +501,22 @@ def cmd_compare(args) -> int:
 
         check_image_path(args.plot)
     qrels, runs = _shared_runs(args.qrels, args.runs, "compare")
-    with _cli_remedy():
+    with _cli_remedy(), warnings.catch_warnings(record=True) as caught:  # one stderr line each, no source paths
+        warnings.simplefilter("always")
         report = compare(qrels, runs, metrics, stat_test=None if args.stat_test == "none" else args.stat_test,
                          n_permutations=args.permutations, max_p=args.max_p, random_seed=args.seed,
                          rounding_digits=args.digits, make_comparable=args.make_comparable,
                          oblivious=args.oblivious, relevance_level=args.relevance_level,
                          show_progress=sys.stderr.isatty(), ignore_identical_ids=args.ignore_identical_ids)
+    said = set()
+    for warning in caught:
+        message = str(warning.message).removeprefix("tieaware: ")
+        if "scipy" in Path(warning.filename).parts:  # numpy's words from inside the test
+            message = (f"the significance test ({args.stat_test}) warned '{message}': per-query differences that "
+                       "are (nearly) constant give p-values that are NaN, 0 or unreliable.")
+        if message not in said:
+            said.add(message)
+            _say("compare", "warning", message)
     if args.output == "table":
         sys.stdout.write(report.to_table() + "\n")
     elif args.output == "latex":

@@ -10,6 +10,7 @@ order the two runs differently from E[M], or their [min, max] intervals overlap.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -392,6 +393,8 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
         ``to_latex()``, ``print_results()``) with ``summary_frame()``, ``pairs``,
         ``flagged`` and ``plot()`` added.
 
+    Fewer than 2 queries: no significance test (a warning says so).
+
     Raises:
         InputError: an unknown ``stat_test``, no runs, one run where a list or dict is expected, two runs
             of one name, or data `evaluate` refuses (a run's queries differing from the qrels' without
@@ -423,7 +426,11 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
             relevance_level=relevance_level, ignore_identical_ids=ignore_identical_ids))
     aligned = _aligned_expected(results, metric_names)
     comparisons: Comparisons | None = None
-    if stat_test is not None and len(results) > 1:
+    n_queries = len(next(iter(aligned.values()))[metric_names[0]])
+    if stat_test is not None and len(results) > 1 and n_queries < 2:  # scipy would warn, give NaN, or raise
+        warnings.warn(f"tieaware: p-values need at least 2 queries, got {n_queries}: the runs are compared "
+                      "without a significance test.", UserWarning, stacklevel=2)
+    elif stat_test is not None and len(results) > 1:
         from ranx.statistical_tests import compute_statistical_significance
 
         comparisons = compute_statistical_significance(
