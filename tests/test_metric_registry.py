@@ -87,7 +87,8 @@ def test_ndcg_dcg_parameter_picks_the_gain():
     assert ours["nDCG(dcg=exp-log2)@2"].expected == ours["ndcg_burges@2"].expected
 
 
-@pytest.mark.parametrize("name", ["iprec_at_recall_0.10", "11pt_avg", "infAP", "gm_map", "err@10"])
+@pytest.mark.parametrize("name", ["iprec_at_recall_0.10", "11pt_avg", "infAP", "gm_map", "err@10",
+                                  "rbp_resid", "unj_5", "unj.10", "unj_20"])
 def test_names_that_are_not_tie_aware_yet_say_why(name):
     with pytest.raises(UnknownMetricError, match="is not offered: "):
         parse_metric(name)

@@ -413,6 +413,10 @@ NOT_OFFERED = {
     **dict.fromkeys(("gm_map", "gm_bpref"), "a geometric mean over queries of per-query expectations is not the "
                     "expectation of the geometric mean"),
     "err": "trec_eval has no err; ir_measures' ERR@k (gdeval's) is offered",
+    "rbp_resid": "trec_eval 10's RBP residual (how far rbp could rise were every retrieved unjudged document of "
+                 "top gain) has no tie-aware expectation implemented yet; rbp is offered",
+    "unj": "trec_eval 10's unj_5/10/20 (the unjudged share of the top k, counting documents with a negative grade "
+           "as unjudged) has no tie-aware expectation implemented yet; ir_measures' Judged@k is offered",
 }
 #: ir_measures parameters that tieaware does not implement (an error says so, never silently ignored).
 _UNSUPPORTED_IRM_PARAMS = ("beta",)

@@ -296,9 +296,9 @@ TREC_GROUPS = {
                   "recall", "ndcg", "ndcg_cut", "success", "rbp", "set_P", "set_recall", "set_F", "set_map",
                   "set_relative_P"],
                  {"gm_map, gm_bpref": "the geometric mean over queries of a tie-aware expectation is not tie-aware",
-                  "iprec_at_recall, 11pt_avg, infAP": "no exact tie-aware expectation here yet",
-                  "Rprec_mult, utility, relstring, G, binG, runid, relative_P, ndcg_rel":
-                      "not implemented yet"}),
+                  "iprec_at_recall, 11pt_avg, infAP, rbp_resid, unj": "no exact tie-aware expectation here yet",
+                  "Rprec_mult, utility, relstring, G, binG, runid, relative_P, ndcg_rel, Rndcg, "
+                  "num_nonrel_judged_ret": "not implemented yet"}),
 }
 
 
