@@ -24,7 +24,8 @@ are integers (a fractional or exponent-written grade, which trec_eval's ``atol``
 silently truncate, is an error here). A run line has exactly six fields and a qrels line
 four (trec_eval drops a run line's fields after the sixth, and with them the second of
 two records glued on one line), and a carriage return with more text after it on its
-line (bare CR line endings, whole or mixed) is an error: trec_eval reads it as a space. Scores must be numbers as C's ``atof`` reads them the same way
+line (bare CR line endings, whole or mixed) is an error: trec_eval reads it as a space.
+Scores must be numbers as C's ``atof`` reads them the same way
 (no ``0_4``, no non-ASCII digits); ``inf``/``-inf`` are ordinary scores.
 
 Ids are strings, as trec_eval reads them; one rule for every container

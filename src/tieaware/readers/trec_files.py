@@ -228,7 +228,6 @@ class TrecFile:
                 f"{_excerpt(raw)}. Lines that end in a bare CR (old Mac endings, whole or mixed with others) "
                 "would run together: trec_eval reads a CR as a space, so it would misread them. Convert the "
                 "endings to newlines (tr '\\r' '\\n' < in > out; CRLF endings are fine).")
-        text = raw.decode("utf-8")
         tokens = [token.decode("utf-8") for token in raw.split()]
         layout, n_cols = _COLUMNS[self.kind]
         if code == kernel.COLUMNS:
