@@ -140,3 +140,15 @@ def test_huge_grades_are_refused_or_relevant(rows, as_float):
                                                                                      metrics)
     for metric in metrics:
         assert got[metric].expected == binary[metric].expected
+
+
+def test_float_grades_in_dicts_are_linear_gains_for_ndcg_and_binary_at_the_level():
+    """What docs/evaluate.md says of float grades (MTEB#5516's ndcg_float_at_k): exact linear gains."""
+    import math
+
+    qrels, run = {"q": {"a": 0.5, "b": 1.5}}, {"q": {"a": 0.9, "b": 0.8}}
+    report = tieaware.evaluate(qrels, run, ["ndcg_cut.2", "nDCG@2", "ndcg@2", "P@1"])
+    linear = (0.5 + 1.5 / math.log2(3)) / (1.5 + 0.5 / math.log2(3))
+    assert report["ndcg_cut.2"].expected == pytest.approx(linear, abs=1e-15) == report["nDCG@2"].expected
+    assert report["ndcg@2"].expected == pytest.approx(1 / math.log2(3), abs=1e-15)  # ranx: 0.5 < level 1 gains 0
+    assert report["P@1"].expected == 0.0
