@@ -33,7 +33,7 @@ TREC_FILES = [  # (qrels, run, relevance level)
     (TE / "qrels.test.gz", TE / "results.test.gz", 1),
     (TE / "qrels.rel_level.gz", TE / "results.test.gz", 2),
     (TE / "qrels.rel_level.gz", TE / "results.test.gz", 1),
-    (TE / "qrels.test.gz", TE / "results.trunc", 1),
+    (TE / "qrels.test.gz", TE / "results.trunc.six", 1),
     (TE / "qrels-302.test", TE / "results-302.test", 1),
     (IRM / "compat.qrels", IRM / "compat.run.gz", 1),
     (IRM / "compat.qrels", IRM / "compat.run.gz", 3),

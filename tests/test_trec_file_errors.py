@@ -3,6 +3,7 @@ import bz2
 import gzip
 import lzma
 import re
+from pathlib import Path
 
 import pytest
 
@@ -128,3 +129,13 @@ def test_crlf_endings_and_a_last_bare_cr_read_as_newline_endings(tmp_path):
     plain.write_bytes(b"q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.8 r\n")
     crlf.write_bytes(b"q1 Q0 d1 1 0.9 r\r\n# a comment\r\n\r\nq1 Q0 d2 2 0.8 r \r\t\r")
     assert tieaware.read_trec_run(crlf) == tieaware.read_trec_run(plain) == {"q1": {"d1": 0.9, "d2": 0.8}}
+
+
+def test_trec_evals_own_junk_columns_are_refused_naming_the_first_line():
+    """trec_eval's test/results.trunc carries junk after the sixth field, which trec_eval skips; here it is
+    the error of a run line with more than six fields (its copy without the junk is read)."""
+    data = Path(__file__).parent / "data" / "trec_eval"
+    with pytest.raises(InputError, match=r"results.trunc:1: a TREC run line has 6 columns .* this one has 9: "
+                                         r"'301\\tQ0\\tFBIS3-27619\\t99\\t  2.138276\\tSTANDARD more junk at'"):
+        tieaware.read_trec_run(data / "results.trunc")
+    assert sum(map(len, tieaware.read_trec_run(data / "results.trunc.six").values())) == 584
