@@ -127,8 +127,8 @@ def test_int64_scores_are_refused_or_read_as_their_exact_order(rows):
 def test_huge_grades_are_refused_or_relevant(rows, as_float):
     """A uint64 (or float) grade of any size is relevant when positive, or refused when float64 cannot
     hold it; never wrapped to a negative grade."""
-    indexes, scores, grades = (np.array(column) for column in zip(*rows))
-    target = grades.astype(np.uint64)
+    indexes, scores, grades = zip(*rows)
+    indexes, scores, target = np.array(indexes), np.array(scores), np.array(grades, np.uint64)
     if as_float:
         target = target.astype(np.float64)
     metrics = ["mrr", "P@2", "recall@3"]
