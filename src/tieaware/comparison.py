@@ -9,9 +9,11 @@ order the two runs differently from E[M], or their [min, max] intervals overlap.
 """
 from __future__ import annotations
 
+import math
 import os
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -20,15 +22,30 @@ from ranx.data_structures import Report as RanxReport
 from tabulate import tabulate
 
 from .arguments import resolve_oblivious
+from .comparison_statistics import (
+    CORRECTIONS,
+    EQUAL_TOLERANCE,
+    adjust_p_values,
+    difference_distribution,
+    difference_summary,
+    enumerated_t_p_range,
+    flip_bound,
+    flip_probability,
+    sign,
+    sum_distribution,
+    t_test_p_bounds,
+    verdict,
+)
 from .display import progress
 from .errors import InputError, UnknownMetricError
 from .evaluation import evaluate
 from .figures import check_image_path, plot_report
 from .inputs import file_stem, is_ranx_run, load_qrels, load_run
-from .metrics import metric_keys, parse_metric
+from .metrics import metric_keys, parse_metric, parse_metrics
 from .outputs import atomic_output
 from .registry import DEFAULT_KS
-from .report import SUMMARY_COLUMNS, EvaluationReport, strict_json
+from .report import SUMMARY_COLUMNS, EvaluationReport, MetricResult, strict_json
+from .tie_orders import TieOrderValues
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -47,14 +64,20 @@ STAT_TEST_LABELS = {
     "fisher": "Fisher's randomization test",
     "tukey": "Tukey's HSD test",
 }
-#: Differences of means at or below this count as equal (summation noise of float64 means).
-EQUAL_TOLERANCE = 1e-12
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 #: Superscript a-z marking significance; q is U+107A5 MODIFIER LETTER SMALL Q (Unicode 14), the only
 #: superscript q (the table once had the Arabic-Indic digit nine there).
 _SUPERSCRIPTS = "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ\U000107a5ʳˢᵗᵘᵛʷˣʸᶻ"
 PAIR_COLUMNS = ["expected_a", "expected_b", "oblivious_a", "oblivious_b", "min_a", "max_a", "min_b", "max_b",
-                "p_value", "significant", "order_flip", "intervals_overlap", "tie_sensitive"]
+                "diff", "diff_ci_low", "diff_ci_high", "effect_size", "tie_fraction", "tie_sd",
+                "p_flip", "p_flip_se", "p_flip_bound", "p_flip_exact",
+                "p_value", "p_adjusted", "significant", "p_min", "p_max", "p_bounds_exact", "p_min_adjusted",
+                "p_max_adjusted", "verdict", "flagged", "reason",
+                "order_flip", "intervals_overlap", "tie_sensitive"]
+#: p_flip at or above this flags a pair (and is estimated by Monte Carlo where its bound does not settle it)
+FLIP_LEVEL = 0.05
+#: Runs with more tied queries than this are not enumerated (their p_flip is bounded or sampled).
+MAX_ENUMERATED_QUERIES = 32
 
 
 def _label(index: int) -> str:
@@ -63,6 +86,21 @@ def _label(index: int) -> str:
 
 def _superscript(index: int) -> str:
     return _SUPERSCRIPTS[index] if index < len(_SUPERSCRIPTS) else f"^{index + 1}"
+
+
+def distinguishing_digits(values: Sequence[float], digits: int, most: int = 12) -> int:
+    """The fewest decimals (at least `digits`, at most `most`) printing different values differently."""
+    finite = [float(v) for v in values if not math.isnan(v)]
+    distinct = len({round(v, most) for v in finite})
+    for candidate in range(digits, most):
+        if len({round(v, candidate) for v in finite}) == distinct:
+            return candidate
+    return most
+
+
+def _probability_text(p: float) -> str:
+    """A p-value or probability with three significant digits ("nan" for none)."""
+    return "nan" if math.isnan(p) else f"{p:.3g}"
 
 
 def _sign(difference: float) -> int:
@@ -118,12 +156,21 @@ class ComparisonReport(RanxReport):  # type: ignore[misc]  # ranx ships no types
         run_names: the same as ``model_names``; ``a``, ``b``, ... in the tables.
         results: each score is a `MetricResult` (expected, oblivious, min, max, range,
             bias, tie_std, per_query).
-        pairs: DataFrame indexed by (metric, run_a, run_b), one row per pair of runs:
-            the two runs' expected, oblivious, min and max values, ``p_value`` and
-            ``significant`` (on per-query E[M]), ``order_flip`` (the oblivious values
-            order the runs differently from E[M]), ``intervals_overlap`` (each run's
-            best tie order beats the other's worst) and ``tie_sensitive`` (either).
-        stat_test, max_p, oblivious_order: the settings used.
+        pairs: DataFrame indexed by (metric, run_a, run_b), one row per pair of runs (differences
+            are run_a minus run_b; formulas and sources in docs/comparison.md): the two runs'
+            expected, oblivious, min and max values; ``diff`` (mean of per-query E[M] differences),
+            ``diff_ci_low``/``diff_ci_high`` (paired t-interval), ``effect_size`` (d_z),
+            ``tie_fraction``, ``tie_sd``; ``p_flip`` (probability that one uniformly random tie
+            order of both runs reverses the sign of ``diff``, or makes runs with diff 0 differ),
+            ``p_flip_se``, ``p_flip_bound`` (certified upper bound), ``p_flip_exact``; ``p_value``
+            (the test on per-query E[M]), ``p_adjusted`` (after ``correction``), ``significant``;
+            ``p_min``, ``p_max`` (the t-test's p-value under one tie order: its extremes over tie
+            orders, or certified bounds when ``p_bounds_exact`` is False), their adjusted values,
+            ``verdict`` ("robust", "fragile", "not significant"; None without the t-test),
+            ``flagged`` and its one-line ``reason``; and the older interval flags ``order_flip`` (the
+            oblivious values order the runs differently from E[M]), ``intervals_overlap`` (each
+            run's best tie order beats the other's worst) and ``tie_sensitive`` (either).
+        stat_test, max_p, oblivious_order, correction: the settings used.
 
     Examples:
         >>> import tieaware
@@ -147,19 +194,23 @@ class ComparisonReport(RanxReport):  # type: ignore[misc]  # ranx ships no types
     def __init__(self, results: dict[str, EvaluationReport], metrics: Sequence[str], pairs: pd.DataFrame, *,
                  stat_test: str | None, max_p: float, oblivious_order: str, comparisons: Comparisons | None = None,
                  win_tie_loss: WinTieLoss | None = None, rounding_digits: int = 3,
-                 show_percentages: bool = False) -> None:
+                 show_percentages: bool = False, correction: str | None = None,
+                 ci_level: float | None = None) -> None:
         super().__init__(model_names=list(results), results=results, comparisons=comparisons,
                          metrics=list(metrics), max_p=max_p, win_tie_loss=win_tie_loss or {},
                          rounding_digits=rounding_digits, show_percentages=show_percentages, stat_test=stat_test)
         self.run_names = self.model_names
         self.pairs = pairs
         self.oblivious_order = oblivious_order
+        self.correction = correction
+        self.ci_level = ci_level
 
     # ------------------------------------------------------------------ data
     @property
     def flagged(self) -> pd.DataFrame:
-        """The rows of `pairs` whose conclusion tie order alone could flip."""
-        flagged: pd.DataFrame = self.pairs[self.pairs["tie_sensitive"]]
+        """The rows of `pairs` whose verdict depends on tie order or whose ``p_flip`` (or, where it is
+        not estimated, its bound) is at least 0.05; ``reason`` says which."""
+        flagged: pd.DataFrame = self.pairs[self.pairs["flagged"].astype(bool)]
         return flagged
 
     def summary_frame(self) -> pd.DataFrame:
@@ -187,7 +238,7 @@ class ComparisonReport(RanxReport):  # type: ignore[misc]  # ranx ships no types
         pairs = self.pairs.reset_index()
         pairs = pairs.astype(object).where(pairs.notna(), None)
         out["tieaware"] = {
-            "oblivious_order": self.oblivious_order, "max_p": self.max_p,
+            "oblivious_order": self.oblivious_order, "max_p": self.max_p, "correction": self.correction,
             "results": {name: {m: r.to_dict() for m, r in report.items()} for name, report in self.results.items()},
             "pairs": pairs.to_dict(orient="records"),
         }
@@ -248,25 +299,56 @@ class ComparisonReport(RanxReport):  # type: ignore[misc]  # ranx ships no types
         if self.stat_test:
             legend.append(f"Superscripts: significantly better than that run ({STAT_TEST_LABELS[self.stat_test]} "
                           f"on per-query E[M], p <= {self.max_p}).")
-        return "\n".join([tabulate(rows, headers=headers, disable_numparse=True), "", *legend, self.flags_text()])
+        legend.append("Pairs: diff = E[M] of the first run minus the second's, with its paired t-interval; p: the "
+                      "test on per-query E[M]; verdict: whether the t-test is significant under every tie order "
+                      "(robust), some (fragile) or none; p_flip: chance that one random tie order reverses the "
+                      "difference (<=: a certified bound; +-: Monte Carlo standard error); *: flagged.")
+        parts = [tabulate(rows, headers=headers, disable_numparse=True), ""]
+        if not self.pairs.empty:
+            parts += [self.pairs_table(), ""]
+        return "\n".join([*parts, *legend, self.flags_text()])
+
+    def pairs_table(self) -> str:
+        """Per metric and pair: diff with its interval, p (adjusted), verdict and p_flip, each printed with
+        as many decimals as it takes to tell apart the numbers it stands beside."""
+        if self.pairs.empty:
+            return ""
+        letter = {name: _label(i) for i, name in enumerate(self.run_names)}
+        rows = []
+        for key, row in self.pairs.iterrows():
+            metric, run_a, run_b = cast(tuple[str, str, str], key)
+            low, high = row["diff_ci_low"], row["diff_ci_high"]
+            digits = distinguishing_digits([0.0, row["diff"], low, high, row["expected_a"], row["expected_b"]],
+                                           self.rounding_digits)
+            flip = _probability_text(row["p_flip"]) if not math.isnan(row["p_flip"]) else \
+                f"<= {_probability_text(row['p_flip_bound'])}"
+            if not math.isnan(row["p_flip"]) and not row["p_flip_exact"]:
+                flip += f" +- {_probability_text(row['p_flip_se'])}"
+            rows.append([metric, f"{letter[run_a]} - {letter[run_b]}",
+                         f"{row['diff']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]",
+                         _probability_text(row["p_adjusted"]), row["verdict"] or "", flip,
+                         "*" if row["flagged"] else ""])
+        level = self._ci_level()
+        headers = ["metric", "pair", f"diff [{level} CI]", "p" + (f" ({self.correction})" if self.correction else ""),
+                   "verdict", "p_flip", ""]
+        return tabulate(rows, headers=headers, disable_numparse=True)
+
+    def _ci_level(self) -> str:
+        """The interval's level as a percentage, read back from the first pair's interval."""
+        if self.pairs.empty or self.ci_level is None:
+            return ""
+        return f"{100 * self.ci_level:g}%"
 
     def flags_text(self) -> str:
-        """One line per pair of runs whose order tie order alone could flip."""
+        """One line per flagged pair of runs (`flagged`), with its reason."""
         flagged = self.flagged
         if flagged.empty:
-            return "No comparison can be flipped by tie order alone."
-        lines = [f"Tie order alone could flip {len(flagged)} comparison(s):"]
+            return "No comparison depends on tie order (no fragile verdict, every p_flip < 0.05)."
+        lines = [f"Tie order matters for {len(flagged)} comparison(s):"]
         letter = {name: _label(i) for i, name in enumerate(self.run_names)}
         for key, row in flagged.iterrows():
             metric, run_a, run_b = cast(tuple[str, str, str], key)  # the (metric, run_a, run_b) index
-            why = []
-            if row["order_flip"]:
-                why.append(f"E[M] {self._format(row['expected_a'])} vs {self._format(row['expected_b'])} but "
-                           f"obl {self._format(row['oblivious_a'])} vs {self._format(row['oblivious_b'])}")
-            if row["intervals_overlap"]:
-                why.append(f"[min, max] overlap: [{self._format(row['min_a'])}, {self._format(row['max_a'])}] vs "
-                           f"[{self._format(row['min_b'])}, {self._format(row['max_b'])}]")
-            lines.append(f"  {metric}: {letter[run_a]} {run_a} vs {letter[run_b]} {run_b}: " + "; ".join(why))
+            lines.append(f"  {metric}: {letter[run_a]} {run_a} vs {letter[run_b]} {run_b}: {row['reason']}")
         return "\n".join(lines)
 
     def to_latex(self) -> str:
@@ -322,25 +404,202 @@ def _win_tie_loss(aligned: dict[str, dict[str, np.ndarray]], metrics: list[str])
     return out
 
 
-def _pairs_frame(results: dict[str, EvaluationReport], metrics: list[str],
-                 comparisons: Comparisons | None) -> pd.DataFrame:
-    rows: list[list[Any]] = []
+@dataclass
+class _PairSettings:
+    """What `_pairs_frame` needs beyond the results: the test, its threshold, the correction, the
+    interval's level and the Monte Carlo settings; `tie_values` gives a run's `TieOrderValues` (lazily)."""
+
+    stat_test: str | None
+    max_p: float
+    correction: str | None
+    level: float
+    flip_samples: int
+    seed: int
+    tie_values: Callable[[str], TieOrderValues | None]
+
+
+class _RunOrders:
+    """Per run, what tie orders give (built on first use, shared by its pairs and metrics):
+    the values of every order of its tied queries (None where too many), and Monte Carlo samples."""
+
+    def __init__(self, settings: _PairSettings, names: list[str], query_ids: list[str],
+                 tied: dict[str, np.ndarray]) -> None:
+        self.settings, self.names, self.query_ids, self.tied = settings, names, query_ids, tied
+        self._values: dict[str, TieOrderValues | None] = {}
+        self._enumerated: dict[str, dict[str, dict[int, np.ndarray]] | None] = {}
+        self._samples: dict[str, dict[str, tuple[np.ndarray, np.ndarray]] | None] = {}
+
+    def _tie_values(self, run: str) -> TieOrderValues | None:
+        if run not in self._values:
+            self._values[run] = self.settings.tie_values(run)
+        return self._values[run]
+
+    def _positions(self, values: TieOrderValues) -> np.ndarray:
+        """Index in the values' query order of each query of `query_ids`."""
+        where = {q: i for i, q in enumerate(values.query_ids)}
+        return np.array([where[q] for q in self.query_ids], np.int64)
+
+    def enumerated(self, run: str, metric: str) -> dict[int, np.ndarray] | None:
+        """{query (index in `query_ids`): its value under each tie order} for the run's tied queries."""
+        if run not in self._enumerated:
+            self._enumerated[run] = None
+            tied = np.flatnonzero(self.tied[run])
+            values = self._tie_values(run) if tied.size <= MAX_ENUMERATED_QUERIES else None
+            if values is not None:
+                positions = self._positions(values)
+                found = values.enumerate(positions[tied])
+                if found is not None:
+                    self._enumerated[run] = {name: {int(q): per_query[int(positions[q])] for q in tied}
+                                             for name, per_query in found.items()}
+        found = self._enumerated[run]
+        return None if found is None else found.get(metric)
+
+    def deviations(self, run: str, metric: str, expected: np.ndarray) -> np.ndarray | None:
+        """(flip_samples,) sums over the run's tied queries of (value - E) of the metric, each under one
+        random tie order: Q (D_tau - diff) = deviations of run_a minus those of run_b."""
+        if run not in self._samples:
+            values = self._tie_values(run)
+            self._samples[run] = None
+            if values is not None:
+                rng = np.random.default_rng([self.settings.seed, self.names.index(run)])
+                tied = np.flatnonzero(self.tied[run])
+                rows = values.sample(self.settings.flip_samples, rng, self._positions(values)[tied])
+                self._samples[run] = {name: (tied, values_) for name, values_ in rows.items()}
+        found = self._samples[run]
+        if found is None or metric not in found:
+            return None
+        tied, rows = found[metric]
+        deviation: np.ndarray = rows.sum(axis=1) - float(expected[tied].sum())
+        return deviation
+
+
+def _per_query(result: MetricResult, query_ids: list[str]) -> dict[str, np.ndarray]:
+    """E, Var, min, max per query of `query_ids` (the first run's order)."""
+    if list(result.query_ids) == query_ids:
+        return {c: result.per_query_values(c) for c in ("expected", "variance", "min", "max")}
+    frame = result.per_query.reindex(query_ids)
+    return {c: frame[c].to_numpy(np.float64) for c in ("expected", "variance", "min", "max")}
+
+
+def _flip(diff: float, a: dict[str, np.ndarray], b: dict[str, np.ndarray], run_a: str, run_b: str, metric: str,
+          orders: _RunOrders) -> dict[str, Any]:
+    """p_flip, its standard error, its certified bound and whether it is exact; the t-test's p_min, p_max
+    from the enumerated orders where they are few (None otherwise)."""
+    range_a, range_b = a["max"] - a["min"], b["max"] - b["min"]
+    bound = flip_bound(diff, range_a + range_b, a["variance"] + b["variance"])
+    out: dict[str, Any] = {"p_flip": math.nan, "p_flip_se": math.nan, "p_flip_bound": bound,
+                           "p_flip_exact": False, "enumerated_p": None}
+    tied = np.flatnonzero((range_a > 0) | (range_b > 0))
+    if tied.size == 0:  # D_tau = diff under every order
+        out.update(p_flip=0.0, p_flip_se=0.0, p_flip_exact=True)
+        return out
+    values_a = orders.enumerated(run_a, metric) if (range_a > 0).any() else {}
+    values_b = orders.enumerated(run_b, metric) if (range_b > 0).any() else {}
+    if values_a is not None and values_b is not None:
+        d = a["expected"] - b["expected"]
+        supports = [difference_distribution(values_a.get(q, a["expected"][q:q + 1]),
+                                            values_b.get(q, b["expected"][q:q + 1])) for q in tied]
+        fixed = float(np.delete(d, tied).sum())
+        total = sum_distribution(supports)
+        if total is not None:
+            p = flip_probability(diff, total[0] + fixed, total[1], d.size)
+            out.update(p_flip=p, p_flip_se=0.0, p_flip_exact=True)
+        per_query = [np.array([value]) for value in d]
+        for q, (support, _) in zip(tied, supports):
+            per_query[q] = support
+        out["enumerated_p"] = enumerated_t_p_range(per_query)
+        if total is not None:
+            return out
+    if orders.settings.flip_samples > 0 and bound >= FLIP_LEVEL:
+        deviation_a = orders.deviations(run_a, metric, a["expected"]) if (range_a > 0).any() else 0.0
+        deviation_b = orders.deviations(run_b, metric, b["expected"]) if (range_b > 0).any() else 0.0
+        if deviation_a is not None and deviation_b is not None:
+            total = float((a["expected"] - b["expected"]).sum())
+            flipped = np.atleast_1d(sign((total + deviation_a - deviation_b) / range_a.size) != sign(diff))
+            p = float(flipped.mean())
+            out.update(p_flip=p, p_flip_se=math.sqrt(p * (1 - p) / flipped.size))
+    return out
+
+
+def _reason(row: dict[str, Any]) -> str:
+    """Why a pair is flagged, in one line."""
+    why = []
+    if row["verdict"] == "fragile":
+        bounds = "" if row["p_bounds_exact"] else " (certified bounds, not exact: the truth may be narrower)"
+        why.append(f"significant under some tie orders only: p in [{_probability_text(row['p_min_adjusted'])}, "
+                   f"{_probability_text(row['p_max_adjusted'])}]{bounds}")
+    if not math.isnan(row["p_flip"]) and row["p_flip"] >= FLIP_LEVEL or \
+            math.isnan(row["p_flip"]) and row["p_flip_bound"] >= FLIP_LEVEL:
+        what = "makes the runs differ" if sign(row["diff"]) == 0 else "reverses the difference (or makes it 0)"
+        if math.isnan(row["p_flip"]):
+            chance = f"up to {_probability_text(row['p_flip_bound'])} (not estimated)"
+        elif row["p_flip_exact"]:
+            chance = _probability_text(row["p_flip"])
+        else:
+            chance = f"{_probability_text(row['p_flip'])} +- {_probability_text(row['p_flip_se'])} (Monte Carlo)"
+        why.append(f"one random tie order {what} with probability {chance}")
+    return "; ".join(why)
+
+
+def _pairs_frame(results: dict[str, EvaluationReport], metrics: list[str], comparisons: Comparisons | None,
+                 settings: _PairSettings) -> pd.DataFrame:
+    rows: list[dict[str, Any]] = []
     index: list[tuple[str, str, str]] = []
     names = list(results)
+    query_ids = list(next(iter(results.values()))[metrics[0]].query_ids)
+    arrays = {name: {m: _per_query(report[m], query_ids) for m in metrics} for name, report in results.items()}
+    tied = {name: np.logical_or.reduce([arrays[name][m]["max"] > arrays[name][m]["min"] for m in metrics])
+            for name in names}
+    orders = _RunOrders(settings, names, query_ids, tied)
     for metric in metrics:
+        first = len(rows)
         for i, run_a in enumerate(names):
             for run_b in names[i + 1:]:
                 a, b = results[run_a][metric], results[run_b][metric]
+                qa, qb = arrays[run_a][metric], arrays[run_b][metric]
                 test = comparisons[run_a, run_b][metric] if comparisons is not None else None
                 order_flip = _sign(a.oblivious - b.oblivious) != _sign(a.expected - b.expected)
                 overlap = _sign(a.max - b.min) > 0 and _sign(b.max - a.min) > 0
-                rows.append([a.expected, b.expected, a.oblivious, b.oblivious, a.min, a.max, b.min, b.max,
-                             float(test["p_value"]) if test else np.nan, bool(test["significant"]) if test else False,
-                             order_flip, overlap, order_flip or overlap])
+                row: dict[str, Any] = {
+                    "expected_a": a.expected, "expected_b": b.expected, "oblivious_a": a.oblivious,
+                    "oblivious_b": b.oblivious, "min_a": a.min, "max_a": a.max, "min_b": b.min, "max_b": b.max,
+                    "p_value": float(test["p_value"]) if test else np.nan,
+                    "order_flip": order_flip, "intervals_overlap": overlap, "tie_sensitive": order_flip or overlap}
+                row.update(difference_summary(qa["expected"], qb["expected"], qa["variance"], qb["variance"],
+                                              settings.level))
+                flip = _flip(row["diff"], qa, qb, run_a, run_b, metric, orders)
+                enumerated_p = flip.pop("enumerated_p")
+                row.update(flip)
+                p_min = p_max = math.nan
+                exact = False
+                if settings.stat_test == "student":
+                    if enumerated_p is not None:
+                        (p_min, p_max), exact = enumerated_p, True
+                    else:
+                        p_min, p_max = t_test_p_bounds(qa["min"] - qb["max"], qa["max"] - qb["min"])
+                        exact = bool(np.array_equal(qa["min"], qa["max"]) and np.array_equal(qb["min"], qb["max"]))
+                row.update(p_min=p_min, p_max=p_max, p_bounds_exact=exact)
+                rows.append(row)
                 index.append((metric, run_a, run_b))
+        block = rows[first:]
+        adjusted = {column: adjust_p_values(np.array([r[column] for r in block], np.float64), settings.correction)
+                    for column in ("p_value", "p_min", "p_max")}
+        for j, row in enumerate(block):
+            row["p_adjusted"] = float(adjusted["p_value"][j])
+            row["p_min_adjusted"] = float(adjusted["p_min"][j])
+            row["p_max_adjusted"] = float(adjusted["p_max"][j])
+            row["significant"] = bool(_significant(row["p_adjusted"], settings.max_p))
+            row["verdict"] = verdict(row["p_min_adjusted"], row["p_max_adjusted"], settings.max_p)
+            row["reason"] = _reason(row)
+            row["flagged"] = bool(row["reason"])
     frame: pd.DataFrame = pd.DataFrame(rows, columns=PAIR_COLUMNS,
                                        index=pd.MultiIndex.from_tuples(index, names=["metric", "run_a", "run_b"]))
     return frame
+
+
+def _significant(p_value: float, max_p: float) -> bool:
+    """A (possibly adjusted) p-value at or below the threshold; NaN (no test, identical runs) is not."""
+    return not math.isnan(p_value) and p_value <= max_p
 
 
 def _aligned_expected(results: dict[str, EvaluationReport], metrics: list[str]) -> dict[str, dict[str, np.ndarray]]:
@@ -356,15 +615,16 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
             max_p: float = 0.01, random_seed: int = 42, threads: int = 0, rounding_digits: int = 3,
             show_percentages: bool = False, make_comparable: bool = False, *, oblivious: str | None = None,
             relevance_level: int = 1, show_progress: bool = False,
-            ignore_identical_ids: bool = False) -> ComparisonReport:
+            ignore_identical_ids: bool = False, correction: str | None = None, ci: float | None = None,
+            flip_samples: int = 1000, seed: int | None = None) -> ComparisonReport:
     """Evaluate several runs tie-aware and test their differences; the same call as ``ranx.compare``.
 
     Significance tests use ranx's own code on the per-query expected values E[M]
-    (not on one arbitrary tie order). Every pair of runs is also checked for
-    conclusions tie order alone could flip: ``order_flip`` when the oblivious
-    values (what ``oblivious``'s tool reports) order the two runs differently from
-    E[M]; ``intervals_overlap`` when each run's best tie ordering beats the other's
-    worst, i.e. the [min, max] intervals of the means overlap (more than at a point).
+    (not on one arbitrary tie order). Every pair of runs also gets the tie-aware
+    statistics of `ComparisonReport.pairs` (docs/comparison.md): the difference with
+    its interval, how likely one random tie order reverses it (``p_flip``), and the
+    range of the t-test's p-value over tie orders with its ``verdict``; a pair is
+    ``flagged`` when its verdict depends on tie order or ``p_flip >= 0.05``.
 
     Args:
         qrels: ranx ``Qrels``, dict, TREC path or DataFrame.
@@ -386,6 +646,13 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
         show_progress: a progress bar over runs (shown only if evaluation takes over a second).
         ignore_identical_ids: BEIR's convention: documents whose id equals the query id are
             dropped from every run before ranking (see `evaluate`); the runs given are not changed.
+        correction: None, "bonferroni", "holm" or "fdr_bh" (Benjamini-Hochberg): adjusts the p-values of
+            the pairs of each metric (``p_adjusted``, and ``p_min_adjusted``/``p_max_adjusted`` from which
+            ``verdict`` is read); ``significant`` is ``p_adjusted <= max_p``.
+        ci: the level of the interval ``diff_ci_low``, ``diff_ci_high`` (default 1 - max_p).
+        flip_samples: random tie orders drawn per run to estimate ``p_flip`` where it is neither
+            exact nor settled by its certified bound (bound < 0.05); 0: never sample.
+        seed: the Monte Carlo seed (default ``random_seed``): the same seed gives the same report.
 
     Returns:
         A `ComparisonReport`, a ``ranx`` ``Report`` (``model_names``, ``results``,
@@ -412,6 +679,12 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
     """
     if stat_test is not None and stat_test not in STAT_TESTS:
         raise InputError(f"stat_test must be one of {STAT_TESTS} or None, got {stat_test!r}.")
+    if correction is not None and correction not in CORRECTIONS:
+        raise InputError(f"correction must be one of {CORRECTIONS} or None, got {correction!r}.")
+    if ci is not None and not 0 < ci < 1:
+        raise InputError(f"ci is the level of an interval, between 0 and 1 exclusive, got {ci!r}.")
+    if isinstance(flip_samples, bool) or not isinstance(flip_samples, (int, np.integer)) or flip_samples < 0:
+        raise InputError(f"flip_samples must be a whole number >= 0, got {flip_samples!r}.")
     metric_names = metric_keys(metrics)[0]
     named = named_runs(runs)
     oblivious = resolve_oblivious(oblivious, qrels, *named.values())
@@ -436,11 +709,21 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
         comparisons = compute_statistical_significance(
             list(results), aligned, stat_test=stat_test, n_permutations=n_permutations, max_p=max_p,
             random_seed=random_seed)
-    return ComparisonReport(results, metric_names, _pairs_frame(results, metric_names, comparisons),
+    specs = {spec.name: spec for spec in parse_metrics(metric_names, relevance_level)}
+
+    def tie_values(name: str) -> TieOrderValues | None:
+        wanted = [specs[m] for m in metric_names if not specs[m].judged_only]
+        return TieOrderValues(qrels, named[name], wanted, make_comparable, ignore_identical_ids) if wanted else None
+
+    settings = _PairSettings(stat_test if comparisons is not None else None, max_p, correction,
+                             1 - max_p if ci is None else ci, int(flip_samples),
+                             random_seed if seed is None else seed, tie_values)
+    return ComparisonReport(results, metric_names, _pairs_frame(results, metric_names, comparisons, settings),
                             stat_test=stat_test if comparisons is not None else None, max_p=max_p,
                             oblivious_order=oblivious, comparisons=comparisons,
                             win_tie_loss=_win_tie_loss(aligned, metric_names), rounding_digits=rounding_digits,
-                            show_percentages=show_percentages)
+                            show_percentages=show_percentages, correction=correction,
+                            ci_level=settings.level)
 
 
 def metric_at_k(metric: str, k: int) -> str:
