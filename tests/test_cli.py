@@ -239,10 +239,28 @@ def test_compare_json_and_fail_on_flag(capsys):
     pairs = {p["metric"]: p for p in report["tieaware"]["pairs"]}
     assert pairs["ndcg@10"]["order_flip"] is True  # E[M]: fp32 ahead; trec_eval's order: bf16 ahead
     assert pairs["P@10"]["order_flip"] is False and pairs["P@10"]["intervals_overlap"] is True
+    for metric in ("ndcg@10", "P@10"):  # the tie-aware pair statistics, JSON-ready
+        assert 0 < pairs[metric]["p_flip"] < 1 and pairs[metric]["p_flip_exact"] is False
+        assert pairs[metric]["verdict"] in ("robust", "fragile", "not significant")
+        assert pairs[metric]["diff_ci_low"] <= pairs[metric]["diff"] <= pairs[metric]["diff_ci_high"]
     assert main(args + ["--fail-on-flag"]) == 1
     captured = capsys.readouterr()
-    assert "Tie order alone could flip 2 comparison(s)" in captured.out
-    assert "could flip 2 comparison(s)" in captured.err
+    assert "Tie order matters for 2 comparison(s)" in captured.out
+    assert "tie order matters for 2 comparison(s)" in captured.err
+
+
+def test_compare_correction_reaches_json_and_tsv(capsys):
+    args = ["compare", str(QRELS), str(FP32), str(BF16), "-m", "ndcg@10", "-m", "P@10", "--correction", "holm",
+            "--flip-samples", "0"]
+    assert main(args + ["-o", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["tieaware"]["correction"] == "holm"
+    pairs = report["tieaware"]["pairs"]
+    assert all(p["p_adjusted"] >= p["p_value"] for p in pairs)
+    assert all(p["p_flip"] is None and p["p_flip_bound"] is not None for p in pairs)  # not sampled
+    assert main(args + ["-o", "tsv", "--pairs"]) == 0
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert {"p_adjusted", "verdict", "p_flip", "reason"} <= set(header.split("\t")) and len(rows) == 2
 
 
 def test_read_texts_and_write_trec_run(tmp_path):

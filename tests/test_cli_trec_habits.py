@@ -171,8 +171,10 @@ def test_help_and_usage_import_nothing_heavy(args):
 
 def test_the_parsers_copy_of_a_library_constant_is_equal():
     from tieaware.comparison import STAT_TESTS
+    from tieaware.comparison_statistics import CORRECTIONS
 
     assert cli.STAT_TESTS == STAT_TESTS
+    assert cli.CORRECTIONS == CORRECTIONS
 
 
 # ------------------------------------------------------------------ 4. -o trec

@@ -37,6 +37,7 @@ SCORERS = ("bi-encoder", "cross-encoder", "yes-no", "grade")
 # A copy of a library constant, so building the parser imports no numpy/pandas/numba/ranx
 # (tests/test_cli_trec_habits.py checks it equals the original).
 STAT_TESTS = ("student", "fisher", "tukey")  # comparison.STAT_TESTS
+CORRECTIONS = ("bonferroni", "holm", "fdr_bh")  # comparison_statistics.CORRECTIONS
 #: trec_eval's print-only line of the ``all`` block (``-m runid``; in ``official`` too).
 TREC_LINES = ("runid",)
 
@@ -227,6 +228,13 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
     return value
 
 
@@ -507,7 +515,9 @@ def cmd_compare(args) -> int:
                          n_permutations=args.permutations, max_p=args.max_p, random_seed=args.seed,
                          rounding_digits=args.digits, make_comparable=args.make_comparable,
                          oblivious=args.oblivious, relevance_level=args.relevance_level,
-                         show_progress=sys.stderr.isatty(), ignore_identical_ids=args.ignore_identical_ids)
+                         show_progress=sys.stderr.isatty(), ignore_identical_ids=args.ignore_identical_ids,
+                         correction=None if args.correction == "none" else args.correction, ci=args.ci,
+                         flip_samples=args.flip_samples)
     said = set()
     for warning in caught:
         message = str(warning.message).removeprefix("tieaware: ")
@@ -529,7 +539,7 @@ def cmd_compare(args) -> int:
     if args.plot:
         report.plot(args.plot)
     if args.fail_on_flag and not report.flagged.empty:
-        print(f"tieaware: tie order alone could flip {len(report.flagged)} comparison(s)", file=sys.stderr)
+        print(f"tieaware: tie order matters for {len(report.flagged)} comparison(s)", file=sys.stderr)
         return EXIT_CHECK_FAILED
     return EXIT_ERROR if rejected else EXIT_OK
 
@@ -770,14 +780,23 @@ def build_parser() -> _Parser:
     cp.add_argument("--max-p", type=_probability, default=0.01, help="significance threshold (default 0.01)")
     cp.add_argument("--permutations", type=_positive_int, default=1000,
                     help="Fisher's randomization test permutations (default 1000)")
-    cp.add_argument("--seed", type=int, default=42, help="Fisher's randomization test seed")
+    cp.add_argument("--seed", type=int, default=42,
+                    help="seed of Fisher's randomization test and of the Monte Carlo p_flip (default 42)")
+    cp.add_argument("--correction", choices=("none", *CORRECTIONS), default="none",
+                    help="multiple-comparison correction over the pairs of each metric (default none)")
+    cp.add_argument("--ci", type=_probability, default=None,
+                    help="level of the interval on each difference (default 1 - max-p)")
+    cp.add_argument("--flip-samples", type=_non_negative_int, default=1000,
+                    help="random tie orders per run for p_flip where neither exact nor bounded below 0.05 "
+                         "(0: never sample; default 1000)")
     cp.add_argument("-o", "--output", choices=("table", "latex", "json", "tsv", "csv"), default="table")
     cp.add_argument("--digits", type=_digits, default=4,
                     help="decimals in table and latex output (0-15, default 4); tsv/csv/json print full precision")
     cp.add_argument("--pairs", action="store_true", help="tsv/csv: one row per pair of runs instead of per run")
     cp.add_argument("--plot", metavar="PNG", help="also draw the metric@k curves to this file")
     cp.add_argument("--fail-on-flag", action="store_true",
-                    help="exit 1 when tie order alone could flip any comparison")
+                    help="exit 1 when any comparison is flagged: a verdict that depends on tie order, "
+                         "or p_flip >= 0.05")
     _identical_ids_option(cp)
     cp.set_defaults(handler=cmd_compare)
 

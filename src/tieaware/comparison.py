@@ -463,13 +463,13 @@ class _RunOrders:
             if values is not None:
                 rng = np.random.default_rng([self.settings.seed, self.names.index(run)])
                 tied = np.flatnonzero(self.tied[run])
-                rows = values.sample(self.settings.flip_samples, rng, self._positions(values)[tied])
-                self._samples[run] = {name: (tied, values_) for name, values_ in rows.items()}
+                sampled = values.sample(self.settings.flip_samples, rng, self._positions(values)[tied])
+                self._samples[run] = {name: (tied, rows) for name, rows in sampled.items()}
         found = self._samples[run]
         if found is None or metric not in found:
             return None
-        tied, rows = found[metric]
-        deviation: np.ndarray = rows.sum(axis=1) - float(expected[tied].sum())
+        queries, rows = found[metric]
+        deviation: np.ndarray = rows.sum(axis=1) - float(expected[queries].sum())
         return deviation
 
 
@@ -493,29 +493,30 @@ def _flip(diff: float, a: dict[str, np.ndarray], b: dict[str, np.ndarray], run_a
     if tied.size == 0:  # D_tau = diff under every order
         out.update(p_flip=0.0, p_flip_se=0.0, p_flip_exact=True)
         return out
-    values_a = orders.enumerated(run_a, metric) if (range_a > 0).any() else {}
-    values_b = orders.enumerated(run_b, metric) if (range_b > 0).any() else {}
+    empty: dict[int, np.ndarray] = {}
+    values_a = orders.enumerated(run_a, metric) if (range_a > 0).any() else empty
+    values_b = orders.enumerated(run_b, metric) if (range_b > 0).any() else empty
+    d = a["expected"] - b["expected"]
     if values_a is not None and values_b is not None:
-        d = a["expected"] - b["expected"]
-        supports = [difference_distribution(values_a.get(q, a["expected"][q:q + 1]),
-                                            values_b.get(q, b["expected"][q:q + 1])) for q in tied]
+        supports = [difference_distribution(values_a.get(int(q), a["expected"][q:q + 1]),
+                                            values_b.get(int(q), b["expected"][q:q + 1])) for q in tied]
         fixed = float(np.delete(d, tied).sum())
-        total = sum_distribution(supports)
-        if total is not None:
-            p = flip_probability(diff, total[0] + fixed, total[1], d.size)
+        distribution = sum_distribution(supports)
+        if distribution is not None:
+            p = flip_probability(diff, distribution[0] + fixed, distribution[1], d.size)
             out.update(p_flip=p, p_flip_se=0.0, p_flip_exact=True)
         per_query = [np.array([value]) for value in d]
         for q, (support, _) in zip(tied, supports):
             per_query[q] = support
         out["enumerated_p"] = enumerated_t_p_range(per_query)
-        if total is not None:
+        if distribution is not None:
             return out
     if orders.settings.flip_samples > 0 and bound >= FLIP_LEVEL:
-        deviation_a = orders.deviations(run_a, metric, a["expected"]) if (range_a > 0).any() else 0.0
-        deviation_b = orders.deviations(run_b, metric, b["expected"]) if (range_b > 0).any() else 0.0
+        zeros = np.zeros(orders.settings.flip_samples)
+        deviation_a = orders.deviations(run_a, metric, a["expected"]) if (range_a > 0).any() else zeros
+        deviation_b = orders.deviations(run_b, metric, b["expected"]) if (range_b > 0).any() else zeros
         if deviation_a is not None and deviation_b is not None:
-            total = float((a["expected"] - b["expected"]).sum())
-            flipped = np.atleast_1d(sign((total + deviation_a - deviation_b) / range_a.size) != sign(diff))
+            flipped = sign((float(d.sum()) + deviation_a - deviation_b) / d.size) != sign(diff)
             p = float(flipped.mean())
             out.update(p_flip=p, p_flip_se=math.sqrt(p * (1 - p) / flipped.size))
     return out

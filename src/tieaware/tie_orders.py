@@ -54,7 +54,8 @@ class _Stacked:
         self.qrel_offsets = np.concatenate([[0], np.cumsum(qrel_offsets[selected + 1] - qrel_offsets[selected])])
         self.qrel_rel = np.asarray(lists.qrel_rel)[qrels]
         self.n_ret, self.n_groups = np.asarray(lists.n_ret)[selected], np.asarray(lists.n_groups)[selected]
-        self.grp_above, self.grp_size = np.asarray(lists.grp_above)[self.members], np.asarray(lists.grp_size)[self.members]
+        self.grp_above = np.asarray(lists.grp_above)[self.members]
+        self.grp_size = np.asarray(lists.grp_size)[self.members]
         self.grp_mem_start = np.asarray(lists.grp_mem_start)[self.members] + shift
         self.grp_mem_end = np.asarray(lists.grp_mem_end)[self.members] + shift
         self.mem_rel = np.asarray(lists.mem_rel)[self.members]
