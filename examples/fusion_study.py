@@ -2,7 +2,9 @@
 
 Fuses a BM25 run (built here with bm25s) with the all-MiniLM-L6-v2 runs bundled in tieaware.datasets (fp32, and bf16
 whose scores already tie) using ranx.fuse, counts the ties each fusion creates with tieaware.census, and
-compares the runs tie-aware with tieaware.compare, flagging the pairs whose order tie order alone could flip.
+compares the runs tie-aware with tieaware.compare: per pair of runs the difference with its interval, the
+Holm-corrected p-value, whether significance holds under every tie order, and how likely one random tie order
+reverses the difference (docs/comparison.md).
 
 RRF gives a document 1/(k + r1) + 1/(k + r2): two documents whose ranks are swapped between the two input
 runs (r1, r2) = (a, b) and (b, a), or that each appear in only one run at the same rank, get bit-identical
@@ -122,9 +124,13 @@ def main() -> None:
     print("\n== Where RRF ties come from ==")
     show_first_tie(fused["rrf(bm25,fp32)"], [bm25, dense["fp32"]])
 
-    print("\n== Tie-aware comparison: every run (trec_eval's tie order, paired t-test on E[M]) ==")
-    report = compare(qrels, runs, METRICS, oblivious="trec_eval", stat_test="student", max_p=0.01)
+    print("\n== Tie-aware comparison: every run (trec_eval's tie order, paired t-test on E[M], Holm) ==")
+    report = compare(qrels, runs, METRICS, oblivious="trec_eval", stat_test="student", max_p=0.01,
+                     correction="holm")
     print(report)
+    verdicts = report.pairs.groupby(level="metric", sort=False)["verdict"].value_counts().unstack(fill_value=0)
+    print("\nVerdicts per metric (robust: significant under every tie order):")
+    print(verdicts.to_string())
 
     print("\n== Largest |bias| = |trec_eval value - E[M]| per metric ==")
     summary = report.summary_frame()
