@@ -786,9 +786,9 @@ def build_parser() -> _Parser:
                     help="multiple-comparison correction over the pairs of each metric (default none)")
     cp.add_argument("--ci", type=_probability, default=None,
                     help="level of the interval on each difference (default 1 - max-p)")
-    cp.add_argument("--flip-samples", type=_non_negative_int, default=1000,
+    cp.add_argument("--flip-samples", type=_non_negative_int, default=None,
                     help="random tie orders per run for p_flip where neither exact nor bounded below 0.05 "
-                         "(0: never sample; default 1000)")
+                         "(0: never sample; default: 1000, fewer for runs with over 100 tied queries)")
     cp.add_argument("-o", "--output", choices=("table", "latex", "json", "tsv", "csv"), default="table")
     cp.add_argument("--digits", type=_digits, default=4,
                     help="decimals in table and latex output (0-15, default 4); tsv/csv/json print full precision")

@@ -76,6 +76,9 @@ PAIR_COLUMNS = ["expected_a", "expected_b", "oblivious_a", "oblivious_b", "min_a
                 "order_flip", "intervals_overlap", "tie_sensitive"]
 #: p_flip at or above this flags a pair (and is estimated by Monte Carlo where its bound does not settle it)
 FLIP_LEVEL = 0.05
+#: `compare`'s default Monte Carlo: at most this many random tie orders per run, at most
+#: AUTO_SAMPLE_BUDGET tied queries x orders, and none when fewer than AUTO_FEWEST_SAMPLES fit.
+DEFAULT_FLIP_SAMPLES, AUTO_SAMPLE_BUDGET, AUTO_FEWEST_SAMPLES = 1000, 100_000, 200
 #: Runs with more tied queries than this are not enumerated (their p_flip is bounded or sampled).
 MAX_ENUMERATED_QUERIES = 32
 
@@ -299,10 +302,11 @@ class ComparisonReport(RanxReport):  # type: ignore[misc]  # ranx ships no types
         if self.stat_test:
             legend.append(f"Superscripts: significantly better than that run ({STAT_TEST_LABELS[self.stat_test]} "
                           f"on per-query E[M], p <= {self.max_p}).")
-        legend.append("Pairs: diff = E[M] of the first run minus the second's, with its paired t-interval; p: the "
-                      "test on per-query E[M]; verdict: whether the t-test is significant under every tie order "
-                      "(robust), some (fragile) or none; p_flip: chance that one random tie order reverses the "
-                      "difference (<=: a certified bound; +-: Monte Carlo standard error); *: flagged.")
+        if not self.pairs.empty:
+            legend.append("Pairs: diff = E[M] of the first run minus the second's, with its paired t-interval; p: the "
+                          "test on per-query E[M]; verdict: whether the t-test is significant under every tie order "
+                          "(robust), some (fragile) or none; p_flip: chance that one random tie order reverses the "
+                          "difference (<=: a certified bound; +-: Monte Carlo standard error); *: flagged.")
         parts = [tabulate(rows, headers=headers, disable_numparse=True), ""]
         if not self.pairs.empty:
             parts += [self.pairs_table(), ""]
@@ -414,6 +418,7 @@ class _PairSettings:
     correction: str | None
     level: float
     flip_samples: int
+    auto_samples: bool
     seed: int
     tie_values: Callable[[str], TieOrderValues | None]
 
@@ -455,15 +460,20 @@ class _RunOrders:
         return None if found is None else found.get(metric)
 
     def deviations(self, run: str, metric: str, expected: np.ndarray) -> np.ndarray | None:
-        """(flip_samples,) sums over the run's tied queries of (value - E) of the metric, each under one
-        random tie order: Q (D_tau - diff) = deviations of run_a minus those of run_b."""
+        """(n,) sums over the run's tied queries of (value - E) of the metric, each under one random tie
+        order: Q (D_tau - diff) = deviations of run_a minus those of run_b. n is `flip_samples`, or by
+        default at most `AUTO_SAMPLE_BUDGET` / (tied queries); None where not sampled."""
         if run not in self._samples:
-            values = self._tie_values(run)
             self._samples[run] = None
+            tied = np.flatnonzero(self.tied[run])
+            n_samples = self.settings.flip_samples
+            if self.settings.auto_samples:  # the default: a budget of tied queries x samples per run
+                n_samples = min(n_samples, AUTO_SAMPLE_BUDGET // max(tied.size, 1))
+                n_samples = n_samples if n_samples >= AUTO_FEWEST_SAMPLES else 0
+            values = self._tie_values(run) if tied.size and n_samples > 0 else None
             if values is not None:
                 rng = np.random.default_rng([self.settings.seed, self.names.index(run)])
-                tied = np.flatnonzero(self.tied[run])
-                sampled = values.sample(self.settings.flip_samples, rng, self._positions(values)[tied])
+                sampled = values.sample(n_samples, rng, self._positions(values)[tied])
                 self._samples[run] = {name: (tied, rows) for name, rows in sampled.items()}
         found = self._samples[run]
         if found is None or metric not in found:
@@ -512,11 +522,13 @@ def _flip(diff: float, a: dict[str, np.ndarray], b: dict[str, np.ndarray], run_a
         if distribution is not None:
             return out
     if orders.settings.flip_samples > 0 and bound >= FLIP_LEVEL:
-        zeros = np.zeros(orders.settings.flip_samples)
-        deviation_a = orders.deviations(run_a, metric, a["expected"]) if (range_a > 0).any() else zeros
-        deviation_b = orders.deviations(run_b, metric, b["expected"]) if (range_b > 0).any() else zeros
-        if deviation_a is not None and deviation_b is not None:
-            flipped = sign((float(d.sum()) + deviation_a - deviation_b) / d.size) != sign(diff)
+        deviations = [orders.deviations(run, metric, side["expected"]) if (ranges > 0).any() else np.zeros(0)
+                      for run, side, ranges in ((run_a, a, range_a), (run_b, b, range_b))]
+        if all(deviation is not None for deviation in deviations):
+            deviation_a, deviation_b = cast(list[np.ndarray], deviations)
+            n = min(deviation.size for deviation in (deviation_a, deviation_b) if deviation.size)
+            spread = (deviation_a[:n] if deviation_a.size else 0.0) - (deviation_b[:n] if deviation_b.size else 0.0)
+            flipped = sign((float(d.sum()) + spread) / d.size) != sign(diff)
             p = float(flipped.mean())
             out.update(p_flip=p, p_flip_se=math.sqrt(p * (1 - p) / flipped.size))
     return out
@@ -617,7 +629,7 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
             show_percentages: bool = False, make_comparable: bool = False, *, oblivious: str | None = None,
             relevance_level: int = 1, show_progress: bool = False,
             ignore_identical_ids: bool = False, correction: str | None = None, ci: float | None = None,
-            flip_samples: int = 1000, seed: int | None = None) -> ComparisonReport:
+            flip_samples: int | None = None, seed: int | None = None) -> ComparisonReport:
     """Evaluate several runs tie-aware and test their differences; the same call as ``ranx.compare``.
 
     Significance tests use ranx's own code on the per-query expected values E[M]
@@ -652,7 +664,10 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
             ``verdict`` is read); ``significant`` is ``p_adjusted <= max_p``.
         ci: the level of the interval ``diff_ci_low``, ``diff_ci_high`` (default 1 - max_p).
         flip_samples: random tie orders drawn per run to estimate ``p_flip`` where it is neither
-            exact nor settled by its certified bound (bound < 0.05); 0: never sample.
+            exact nor settled by its certified bound (bound < 0.05); 0: never sample. None (the
+            default): 1,000, fewer for a run with over 100 tied queries (100,000 query samples
+            at most) and none below 200 (then only the bound is reported), so that large runs
+            cost no more than their evaluation.
         seed: the Monte Carlo seed (default ``random_seed``): the same seed gives the same report.
 
     Returns:
@@ -684,6 +699,8 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
         raise InputError(f"correction must be one of {CORRECTIONS} or None, got {correction!r}.")
     if ci is not None and not 0 < ci < 1:
         raise InputError(f"ci is the level of an interval, between 0 and 1 exclusive, got {ci!r}.")
+    auto_samples = flip_samples is None
+    flip_samples = DEFAULT_FLIP_SAMPLES if flip_samples is None else flip_samples
     if isinstance(flip_samples, bool) or not isinstance(flip_samples, (int, np.integer)) or flip_samples < 0:
         raise InputError(f"flip_samples must be a whole number >= 0, got {flip_samples!r}.")
     metric_names = metric_keys(metrics)[0]
@@ -717,7 +734,7 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
         return TieOrderValues(qrels, named[name], wanted, make_comparable, ignore_identical_ids) if wanted else None
 
     settings = _PairSettings(stat_test if comparisons is not None else None, max_p, correction,
-                             1 - max_p if ci is None else ci, int(flip_samples),
+                             1 - max_p if ci is None else ci, int(flip_samples), auto_samples,
                              random_seed if seed is None else seed, tie_values)
     return ComparisonReport(results, metric_names, _pairs_frame(results, metric_names, comparisons, settings),
                             stat_test=stat_test if comparisons is not None else None, max_p=max_p,

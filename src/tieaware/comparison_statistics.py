@@ -16,6 +16,7 @@ scipy is imported inside the functions that need it (``import tieaware`` stays l
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -61,9 +62,7 @@ def difference_summary(expected_a: np.ndarray, expected_b: np.ndarray, variance_
     mean_tie = float(tie_variance.mean()) if n else math.nan
     low = high = math.nan
     if n > 1:
-        from scipy.stats import t as student
-
-        half = float(student.ppf((1 + level) / 2, n - 1)) * s / math.sqrt(n)
+        half = _t_quantile((1 + level) / 2, n - 1) * s / math.sqrt(n)
         low, high = diff - half, diff + half
     total = s2 + mean_tie
     return {
@@ -72,6 +71,14 @@ def difference_summary(expected_a: np.ndarray, expected_b: np.ndarray, variance_
         "tie_fraction": (mean_tie / total if total > 0 else 0.0) if n > 1 else math.nan,
         "tie_sd": math.sqrt(float(tie_variance.sum())) / n if n else math.nan,
     }
+
+
+@functools.lru_cache(maxsize=64)
+def _t_quantile(probability: float, degrees_of_freedom: int) -> float:
+    """Student's t quantile (one scipy call per level and query count, not per pair)."""
+    from scipy.stats import t as student
+
+    return float(student.ppf(probability, degrees_of_freedom))
 
 
 def flip_bound(diff: float, ranges: np.ndarray, variances: np.ndarray) -> float:
@@ -159,9 +166,15 @@ def _largest_t(low: np.ndarray, high: np.ndarray) -> float:
     d_q = clip(c, low_q, high_q) with one scalar c = mean + (Q-1) s^2 / (Q mean). Along c, between
     consecutive breakpoints (the sorted lows and highs) the clipped coordinates are fixed (sum a,
     sum of squares b) and k are free at c, and the stationary condition Q mean c = sum d^2 reads
-    a c = b: c = b / a. So the maximum is at a breakpoint or at such a c: O(Q log Q) candidates.
+    a c = b: c = b / a. So the maximum is at a breakpoint or at such a c: O(Q + T log T) work for T
+    queries whose box is not a point (the others are constants of the sums).
     """
     n = low.size
+    fixed_coordinates = low == high  # the same value for every c: constants of the sums
+    constant, constant_squares = float(low[fixed_coordinates].sum()), float(np.square(low[fixed_coordinates]).sum())
+    low, high = low[~fixed_coordinates], high[~fixed_coordinates]
+    if low.size == 0:
+        return float(t_statistic(constant, constant_squares, n))
     breakpoints = np.unique(np.concatenate([low, high]))
     sorted_low, sorted_high = np.sort(low), np.sort(high)
     low_sums = np.concatenate([[0.0], np.cumsum(sorted_low[::-1])])  # sums of the largest j lows
@@ -170,10 +183,10 @@ def _largest_t(low: np.ndarray, high: np.ndarray) -> float:
     high_squares = np.concatenate([[0.0], np.cumsum(np.square(sorted_high))])
 
     def fixed(c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        above = n - np.searchsorted(sorted_low, c, side="right")  # low_q > c: at low_q
+        above = low.size - np.searchsorted(sorted_low, c, side="right")  # low_q > c: at low_q
         below = np.searchsorted(sorted_high, c, side="left")  # high_q < c: at high_q
-        return (low_sums[above] + high_sums[below], low_squares[above] + high_squares[below],
-                n - above - below)
+        return (constant + low_sums[above] + high_sums[below],
+                constant_squares + low_squares[above] + high_squares[below], low.size - above - below)
 
     middles = (breakpoints[:-1] + breakpoints[1:]) / 2
     a, b, _ = fixed(middles)
@@ -202,7 +215,9 @@ def t_test_p_bounds(low: np.ndarray, high: np.ndarray) -> tuple[float, float]:
     n = low.size
     if n < 2:
         return math.nan, math.nan
-    largest = max(_largest_t(low, high), _largest_t(-high, -low))
+    with np.errstate(invalid="ignore"):
+        extremes = np.array([_largest_t(low, high), _largest_t(-high, -low)])
+    largest = float(np.nanmax(extremes)) if not np.isnan(extremes).all() else math.nan
     p_min = float(t_p_value(largest, n))
     if np.array_equal(low, high):
         return p_min, p_min
