@@ -229,3 +229,21 @@ def test_expected_value_test_keeps_its_level_on_tie_heavy_null_data():
         rejections += ttest_rel(a, b).pvalue <= alpha
     rate = rejections / replications
     assert rate <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / replications)
+
+
+def test_the_pairs_table_prints_enough_digits_to_tell_numbers_apart():
+    qrels = {f"q{i}": {"rel": 1} for i in range(3)}
+    deep = {q: {"x": 3.0, "rel": 1.0} for q in qrels}  # RR 0.5 everywhere
+    deeper = {**deep, "q2": {"x": 3.0, "y": 2.0, "rel": 1.0}}  # RR 1/3 on q2: diff 1/18
+    report = tieaware.compare(qrels, {"a": deep, "b": deeper}, "mrr", stat_test=None, rounding_digits=0)
+    assert "+0.1 [-0.5, +0.6]" in report.pairs_table()  # 0 decimals would print diff as 0, like its bounds
+    assert comparison.distinguishing_digits([0.5, 0.50001], 3) == 5
+    assert comparison.distinguishing_digits([0.5, 0.5], 3) == 3
+
+
+def test_statistics_arguments_are_checked():
+    qrels, runs = _random_case(0, 2)
+    with pytest.raises(tieaware.errors.InputError, match="ci is the level"):
+        tieaware.compare(qrels, runs, "P@2", ci=1.5)
+    with pytest.raises(tieaware.errors.InputError, match="flip_samples"):
+        tieaware.compare(qrels, runs, "P@2", flip_samples=-1)

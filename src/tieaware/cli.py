@@ -771,7 +771,8 @@ def build_parser() -> _Parser:
 
     cp = commands.add_parser("compare", parents=[common], help="compare runs: significance and tie-order flips",
                              description="Runs x metrics with E[M], range and oblivious values, significance "
-                             "tests on per-query E[M], and the pairs whose order tie order alone could flip.")
+                             "tests on per-query E[M], and per pair of runs the difference, its verdict under "
+                             "every tie order and how likely tie order flips it.")
     cp.add_argument("qrels")
     cp.add_argument("runs", nargs="+", metavar="run")
     _metric_option(cp, _METRIC_HELP, required=True)

@@ -3,9 +3,12 @@
 For each run and metric the report holds E[M] with its [min, max] over tie
 orderings and the value a tool reports under its own tie order (oblivious).
 Significance tests (ranx's own code: paired Student's t-test, Fisher's
-randomization test, Tukey's HSD) run on the per-query E[M]. Each pair of runs is
-flagged when tie order alone could flip the conclusion: the oblivious values
-order the two runs differently from E[M], or their [min, max] intervals overlap.
+randomization test, Tukey's HSD) run on the per-query E[M]. Each pair of runs gets
+the tie-aware statistics of `tieaware.comparison_statistics` (the difference with
+its interval, p_flip, the t-test's p-value range over tie orders and a verdict,
+corrections; docs/comparison.md), computed from the kernels' per-query E, Var,
+min and max, and from `tieaware.tie_orders` where orders are enumerated or sampled.
+A pair is flagged when its verdict depends on tie order or p_flip >= 0.05.
 """
 from __future__ import annotations
 
@@ -357,7 +360,7 @@ class ComparisonReport(RanxReport):  # type: ignore[misc]  # ranx ships no types
 
     def to_latex(self) -> str:
         """A booktabs LaTeX table: E[M] (best in bold) with significance superscripts and the range;
-        a dagger marks runs in a comparison that tie order alone could flip."""
+        a dagger marks runs in a flagged comparison (`flagged`)."""
         def escape(text: str) -> str:
             return text.replace("\\", "\\textbackslash{}").replace("_", "\\_").replace("&", "\\&").replace("%", "\\%")
 
@@ -367,7 +370,8 @@ class ComparisonReport(RanxReport):  # type: ignore[misc]  # ranx ships no types
             "\\caption{E[M]: expected value over all orderings of tied documents; Range: max $-$ min over them. "
             + (f"Superscripts: significantly better than that run ({STAT_TEST_LABELS[self.stat_test]} on "
                f"per-query E[M], $p \\le {self.max_p}$). " if self.stat_test else "")
-            + "$\\dagger$: tie order alone could flip a comparison with another run.}",
+            + "$\\dagger$: in a flagged comparison (a verdict that depends on tie order, or a "
+              "probability of at least 0.05 that one random tie order reverses the difference).}",
             "\\begin{tabular}{cl" + "|cc" * len(self.metrics) + "}", "\\toprule",
             "\\# & Run & " + " & ".join(f"\\multicolumn{{2}}{{c}}{{{escape(m)}}}" for m in self.metrics) + " \\\\",
             " & & " + " & ".join("E[M] & Range" for _ in self.metrics) + " \\\\", "\\midrule",
@@ -679,7 +683,8 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
     Fewer than 2 queries: no significance test (a warning says so).
 
     Raises:
-        InputError: an unknown ``stat_test``, no runs, one run where a list or dict is expected, two runs
+        InputError: an unknown ``stat_test`` or ``correction``, a ``ci`` outside (0, 1), a ``flip_samples``
+            that is not a whole number >= 0, no runs, one run where a list or dict is expected, two runs
             of one name, or data `evaluate` refuses (a run's queries differing from the qrels' without
             ``make_comparable``: `QueryMismatchError`).
         UnknownMetricError: a metric name in none of the syntaxes.

@@ -137,7 +137,7 @@ def flip_probability(diff: float, values: np.ndarray, probabilities: np.ndarray,
     return float(probabilities[sign(np.asarray(values) / n_queries) != sign(diff)].sum())
 
 
-def t_statistic(total: np.ndarray, total_squares: np.ndarray, n: int) -> np.ndarray:
+def t_statistic(total: np.ndarray | float, total_squares: np.ndarray | float, n: int) -> np.ndarray:
     """Student's paired t = sqrt(n) mean / s from the sum and the sum of squares of n differences:
     +-inf when s = 0 and the mean is not 0, NaN when both are 0 (as scipy's ttest_rel). s^2 below
     `_ZERO_SPREAD` times the mean square counts as 0: the cancellation in sum d^2 - n mean^2 leaves
