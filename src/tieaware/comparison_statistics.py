@@ -30,6 +30,8 @@ CORRECTIONS = ("bonferroni", "holm", "fdr_bh")
 ENUMERATION_LIMIT = 100_000
 #: Decimals to which enumerated values are rounded before equal ones are merged.
 _DECIMALS = 12
+#: The smallest positive float: the least bound on a probability that ties can make positive.
+_SMALLEST = float(np.nextafter(0.0, 1.0))
 #: A variance of differences at most this share of their mean square is 0 (`t_statistic`): a standard
 #: deviation 1e-7 of their root mean square, far below any spread of IR metrics that is not 0.
 _ZERO_SPREAD = 1e-14
@@ -88,7 +90,8 @@ def flip_bound(diff: float, ranges: np.ndarray, variances: np.ndarray) -> float:
     r_q = range_A,q + range_B,q and Var X_q = V_q. For diff > 0 (diff < 0 by symmetry) the event is
     D_tau - diff <= -t with t = |diff| - EQUAL_TOLERANCE, bounded by the smaller of Hoeffding's
     exp(-2 Q^2 t^2 / sum r_q^2) and Bernstein's exp(-(Q t)^2 / (2 (sum V_q + b Q t / 3))), b = max r_q
-    (|X_q - d_q| <= r_q). Without ties (all r_q = 0) D_tau = diff and the bound is 0; for
+    (|X_q - d_q| <= r_q), never below the smallest positive float (where exp underflows). Without
+    ties (all r_q = 0) D_tau = diff and the bound is 0; for
     diff = 0 (p_flip = P(D_tau != 0)) the bound is 1 unless there are no ties.
     """
     ranges = np.asarray(ranges, np.float64)
@@ -101,7 +104,7 @@ def flip_bound(diff: float, ranges: np.ndarray, variances: np.ndarray) -> float:
         return 1.0
     hoeffding = math.exp(-2 * (n * t) ** 2 / width)
     bernstein = math.exp(-(n * t) ** 2 / (2 * (float(np.sum(variances)) + float(ranges.max()) * n * t / 3)))
-    return min(1.0, hoeffding, bernstein)
+    return max(min(1.0, hoeffding, bernstein), _SMALLEST)  # exp underflows to 0, which bounds nothing here
 
 
 def _merge(values: np.ndarray, probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
