@@ -162,8 +162,9 @@ _CHILD = textwrap.dedent("""
     out = {}
     for width in widths:
         qrels, run = data(width)
-        got = tieaware.evaluate(ranx.Qrels(qrels), ranx.Run(run), METRICS)
-        want = tieaware.evaluate(qrels, run, METRICS)
+        # one tie order for both: by default ranx objects get ranx's, dicts trec_eval's
+        got = tieaware.evaluate(ranx.Qrels(qrels), ranx.Run(run), METRICS, oblivious="trec_eval")
+        want = tieaware.evaluate(qrels, run, METRICS, oblivious="trec_eval")
         out[width] = max(float(np.max(np.abs((got[m].per_query - want[m].per_query).to_numpy())))
                          for m in METRICS)
     from tieaware.warming import kernels
