@@ -2,16 +2,16 @@
 `warming`, so that it does not shadow the function `tieaware.warmup`).
 
 The kernels of the everyday paths ship compiled with the package (`tieaware.kernels.backend`);
-the others (the readers of ranx ``Run``/``Qrels`` objects, `tieaware.readers.typed_dicts`, and
+the others (the copy of a ranx ``Run``'s or ``Qrels``' typed dict, `tieaware.readers.typed_dicts`, and
 every kernel where the package was installed without its compiled module or with
 ``TIEAWARE_JIT=1``) compile on their first use and are cached on disk for later processes.
 A CI image or a container can pay that once at build time with ``tieaware warmup`` (or
 ``python -c "import tieaware; tieaware.warmup()"``), run as the user and with the
 ``NUMBA_CACHE_DIR`` the tests will have.
 
-numba specialises the ranx readers on the length of the longest document id of each ``Run`` and
-``Qrels`` (ranx stores the ids as numpy ``<U{length}`` strings): the warmup compiles them for the
-lengths it is given (``ranx_id_lengths``; none by default).
+numba specialises that copy on the length of the longest document id of each ``Run`` and ``Qrels``
+(ranx stores the ids as numpy ``<U{length}`` strings): the warmup compiles it for the lengths it is
+given (``ranx_id_lengths``; none by default).
 """
 from __future__ import annotations
 

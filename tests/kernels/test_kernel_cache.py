@@ -19,17 +19,17 @@ def test_every_kernel_uses_the_verified_cache():
     from tieaware.warming import kernels
 
     found = kernels()
-    assert len(found) > 30 and typed_dicts.run_chunk in found
+    assert len(found) > 30 and typed_dicts._items in found
     assert [k.qualified for k in found if not isinstance(k.jitted()._cache, VerifiedFunctionCache)] == []
 
 
 def test_a_kernel_cache_is_stamped_with_the_contents_of_every_kernel_module():
-    """`typed_dicts.run_chunk` inlines `kernels.groups.id_hash`: an edit of groups.py (or an update
-    that changes it) must make its cached code stale, which numba's stamp of the function's own file
-    alone does not."""
+    """`typed_dicts._items` inlines `kernels.groups.code_at`: an edit of the kernel modules (or an
+    update that changes them) must make its cached code stale, which numba's stamp of the function's
+    own file alone does not."""
     from tieaware.readers import typed_dicts
 
-    cache = typed_dicts.run_chunk.jitted()._cache
+    cache = typed_dicts._items.jitted()._cache
     assert cache._cache_file._source_stamp == (cache._impl.locator.get_source_stamp(), stamp.sources_digest())
 
 

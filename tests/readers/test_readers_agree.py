@@ -43,12 +43,10 @@ def test_ranx_run_changed_in_place_is_seen():
 
 
 def test_unchanged_ranx_objects_are_served_from_the_cache():
-    from tieaware.kernels.groups import SEED
-    from tieaware.readers import pairs, typed_dicts
+    from tieaware.readers import pairs
 
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN)
     first = pairs.ranked_lists(qrels, run)
-    assert first.run_fingerprint == typed_dicts.fingerprint(run.run, SEED)  # the reader's hash is the check's
     assert pairs.ranked_lists(qrels, run) is first
     run.add_score("q1", "d4", 0.1)
     assert pairs.ranked_lists(qrels, run) is not first
@@ -80,8 +78,7 @@ def test_values_swapped_in_place_in_ranx_objects_are_seen():
 
 def test_the_fingerprint_changes_when_any_two_round_values_trade_places():
     """Every swap of two different values among round numbers changes `typed_dicts.fingerprint`
-    (a stale cache would be served otherwise)."""
-    from tieaware.kernels.groups import SEED
+    (a stale cache would be served otherwise), which is the copy's (`copied_items`)."""
     from tieaware.readers import typed_dicts
 
     rng = np.random.default_rng(7)
@@ -93,9 +90,11 @@ def test_the_fingerprint_changes_when_any_two_round_values_trade_places():
                     continue
                 swapped = values.copy()
                 swapped[[i, j]] = values[[j, i]]
-                prints = [typed_dicts.fingerprint(unicode_keyed_run({"q": {f"d{k}": v for k, v in enumerate(vs)}}).run,
-                                                  SEED) for vs in (values, swapped)]
+                tables = [unicode_keyed_run({"q": {f"d{k}": v for k, v in enumerate(vs)}}).run
+                          for vs in (values, swapped)]
+                prints = [typed_dicts.fingerprint(table) for table in tables]
                 assert prints[0] != prints[1], (trial, values, i, j)
+                assert prints == [typed_dicts.copied_items(table).fingerprint for table in tables]
 
 
 def test_ids_differing_in_the_high_code_points_of_hashed_words_do_not_collide():
@@ -318,12 +317,9 @@ def _tied_pair(seed: int) -> tuple[dict, dict]:
 @pytest.mark.parametrize("make_comparable", [False, True])
 def test_readers_on_threads_equal_one_thread(monkeypatch, make_comparable):
     """Chunks of queries read on threads (`tieaware.threads`, forced here on small data: 3 threads,
-    chunks of 40 documents) give the arrays one thread gives, from ranx objects and from dicts, and
-    the Run's fingerprint too (`typed_dicts.joined` parts from the chunks, one pass by `fingerprint`)."""
+    chunks of 40 documents) give the arrays one thread gives, from dicts, and those of ranx objects."""
     from tieaware import threads
-    from tieaware.kernels.groups import SEED
     from tieaware.readers import lists as module
-    from tieaware.readers import typed_dicts
 
     qrels, run = _tied_pair(11)
     if make_comparable:
@@ -331,9 +327,8 @@ def test_readers_on_threads_equal_one_thread(monkeypatch, make_comparable):
         run["only_in_run"] = {"d1": 0.5}
 
     def read_all():  # new ranx objects each time: a converted Run is cached
-        ranx_run = _unicode_keyed_run_with_empty(run)
-        typed = ranked_lists(ranx.Qrels(qrels), ranx_run, make_comparable)
-        return typed, ranked_lists(qrels, run, make_comparable), typed_dicts.fingerprint(ranx_run.run, SEED)
+        typed = ranked_lists(ranx.Qrels(qrels), _unicode_keyed_run_with_empty(run), make_comparable)
+        return typed, ranked_lists(qrels, run, make_comparable)
 
     with threads.limited(1):
         one = read_all()
@@ -343,11 +338,8 @@ def test_readers_on_threads_equal_one_thread(monkeypatch, make_comparable):
     many = read_all()
     _assert_same_lists(many[0], one[0])
     _assert_same_lists(many[1], one[1])
-    for lists in (*one[:2], *many[:2]):
+    for lists in (*one, *many):
         _assert_grades_descending(lists, qrels)
-    assert many[2] == one[2]
-    if not make_comparable:
-        assert many[0].run_fingerprint == one[0].run_fingerprint == one[2]
 
 
 def test_threads_must_be_a_count():
@@ -357,20 +349,19 @@ def test_threads_must_be_a_count():
     assert float(one) == float(all_cpus)
 
 
-def test_ranx_query_ids_cross_between_python_and_numba_whole():
-    """Query ids are read out of ranx's typed dicts and handed back to them as code points: empty ids,
-    ids holding NUL, 1-, 2- and 4-byte-kind ids and a lone surrogate come back equal, and are found
-    in the typed dicts again (numba hashes a str's raw data: a str built wider than CPython's would
-    not be found)."""
+def test_ranx_query_ids_are_read_whole():
+    """Query ids are read out of ranx's typed dicts as code points: empty ids, ids holding NUL, 1-, 2-
+    and 4-byte-kind ids and a lone surrogate come back equal, each with its own documents."""
     from tieaware.readers import typed_dicts
 
     ids = ["q1", "", "é", "ÿz", "漢字", "𝄞x", "a\0b", "\ud800", "x" * 100]
     run = ranx.Run({q: {"d1": 0.5, **{f"e{j}": 0.25 for j in range(i)}} for i, q in enumerate(ids)})
-    read, _, offsets = typed_dicts.queries(run.run)
-    assert read == list(run.run.keys()) and sorted(read) == sorted(ids)  # ranx sorts its queries
-    assert np.array_equal(np.diff(offsets), [1 + ids.index(q) for q in read])
-    backwards = typed_dicts.typed(ids[::-1] + ["absent"])
-    assert np.array_equal(np.diff(typed_dicts.run_sizes(run.run, backwards)), [*range(len(ids), 0, -1), 0])
+    items = typed_dicts.copied_items(run.run)
+    assert items.query_ids == list(run.run.keys()) and sorted(items.query_ids) == sorted(ids)  # ranx sorts them
+    assert np.array_equal(np.diff(items.offsets), [1 + ids.index(q) for q in items.query_ids])
+    offsets, picked = items.picked(ids[::-1] + ["absent"])
+    assert np.array_equal(np.diff(offsets), [*range(len(ids), 0, -1), 0])
+    assert [items.doc_id(i) for i in picked[:2]] == ["d1", "e0"] and items.values[picked[0]] == 0.5
     qrels = {q: {"d1": 1} for q in ids[1:]} | {"only judged": {"d1": 1}}
     for qrels_kind, run_kind in [("ranx", "ranx"), ("ranx", "dict"), ("dict", "ranx")]:
         res = tieaware.evaluate(ranx.Qrels(qrels) if qrels_kind == "ranx" else qrels,
@@ -411,7 +402,7 @@ def test_evaluating_ranx_objects_compiles_no_typed_container_method():
 
 @pytest.mark.slow
 def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers(tmp_path):
-    """numba specialises on a Run's (and a Qrels') doc-id width: only `typed_dicts`'s loops compile
+    """numba specialises on a Run's (and a Qrels') doc-id width: only `typed_dicts`'s copy compiles
     again, never the group or metric kernels (they take plain arrays). In a new process with an empty
     cache, so that the first width compiles every kernel there: a reader loaded from the disk cache
     brings the group stages it inlines without compiling them, and the next width would then compile
@@ -432,7 +423,8 @@ def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers(tmp_path):
         wide = ranx.Run({"q1": {"d1": 0.5, "d" + "x" * 40 + "y": 0.5, "d3": 0.25}})
         tieaware.evaluate(qrels, wide, "ndcg@2")
         tieaware.evaluate(ranx.Qrels({"q1": {"d1": 1, "d" + "z" * 30: 0}}), wide, "ndcg@2")
-        assert [typeof(wide.run)] == [signature[0] for signature in typed_dicts.run_chunk.dispatcher.signatures][1:]
+        copied = [signature[0] for signature in typed_dicts._items.dispatcher.signatures]
+        assert len(copied) == 4 and typeof(wide.run) in copied
         after = signatures()
         assert after == kernels, {kernel.py_func.__qualname__: n for kernel, n in after.items() if n != kernels[kernel]}
     """

@@ -32,8 +32,6 @@ SIGNATURES: dict[str, list[tuple[str, ...]]] = {
     "trec.first_repeat": [(_U32, _I64, _I64, _I64, "uint64")],
     "groups.read_chunk": [(_I64, _F64, _U32, _I64, _I64, "bool", _I64, _U32, _I64, _I64, _F64, "int64", _SCRATCH,
                            _GROUP_ARRAYS, _I64, _I64, _I64, _I64, "uint64")],
-    "groups.group_chunk": [(_I64, "int64", "int64", _F64, _U32, _I64, _I64, "bool[::1]", "uint64[::1]", _I64, _U32,
-                            _I64, _I64, _F64, _SCRATCH, _GROUP_ARRAYS, _I64, _I64, _I64, "int64", "uint64")],
     "groups.argsort_segments": [(_F64, _I64)],
     "tiebreak.ranx_ranks": [(_I64, _F64, *[_I64] * 6, "bool[::1]", "int64", _I64)],
     "census._census_sorted": [(_I64, _F64, _I64, "float64[:, :, ::1]")],

@@ -20,9 +20,9 @@ places each score among the m judged scores through 8m equal-width buckets of
 their range (no branch on the data but in a bucket holding several judged scores,
 searched by bisection). Cost O(n + m log m) per query for n retrieved documents
 (O(n log m) at worst, scores crowded in one bucket), instead of O(n log n).
-`read_chunk` runs it over many queries of Python dicts (`tieaware.readers.dicts`);
-`tieaware.readers.typed_dicts` over ranx's typed dicts. Both fill the same outputs, so
-group slots of query q start at its first judged member's index.
+`read_chunk` runs it over many queries of flat arrays: chunks of Python dicts
+(`tieaware.readers.dicts`), a TREC file's columns and the copies of ranx objects
+(`tieaware.readers.columns`). Group slots of query q start at its first judged member's index.
 
 Kernels (`tieaware.kernels.kernel`) take int64/uint32/float64 arrays, use no numba threading
 layer (the readers release the GIL instead, so that `tieaware.threads` runs ranges of queries
@@ -42,9 +42,9 @@ from . import INNER, kernel
 from .backend import JitOnly
 
 # the id hashes' seed, drawn per process so that ids cannot be built in advance to collide in the
-# cache check; kernels take it as an argument (numba would freeze a global into its disk cache)
+# judged-id table or the cache check of ranx objects; kernels take it as an argument (numba would
+# freeze a global into its disk cache)
 SEED = np.uint64(secrets.randbits(64))
-ODD = np.uint64(0x100000001B3)  # FNV's prime: the fingerprint's polynomial base
 _MIX = np.uint64(0xFF51AFD7ED558CCD)  # murmur3's fmix64 multipliers
 _MIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: multiplicative hashing
@@ -154,13 +154,6 @@ def id_key(text, lo, hi):
     for c in range(lo, lo + 3):
         key = (key << np.uint64(21)) | np.uint64(code_at(text, c) if c < hi else 0)
     return key
-
-
-@kernel(inline="always")
-def fold(h, x):
-    """One step of a polynomial fingerprint: any change of one folded value changes the result, and
-    with `mix64`-ed values two values trading places almost surely does too."""
-    return h * ODD + x
 
 
 @kernel(inline="always")
@@ -501,7 +494,7 @@ def query_groups(scores, codes, id_lo, id_hi, doc_hash, doc_key, jcodes, j_lo, j
 
     Four stages, each its own function (numba compiles four small functions several times faster
     than one large one): `_find_judged`, `_order_members`, `_place_scores`, `_rank_in_groups`.
-    Inlined into `read_chunk` and `group_chunk`: not compiled on its own.
+    Inlined into `read_chunk`: not compiled on its own.
     """
     for i in range(scores.shape[0]):
         if np.isnan(scores[i]):
@@ -548,48 +541,3 @@ def read_chunk(doc_offsets, scores, codes, id_lo, id_hi, separated, qrel_offsets
         n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
         cursor[0] += members
     return True
-
-
-@kernel(inline="always")
-def hashed_item(key_hash, value, bits, as_int):
-    """What a ranx Run's fingerprint (`readers.typed_dicts.fingerprint`) folds in for one (id, value):
-    `mix64` of the id's hash xor the value's float64 bits. Mixed, since round values (integer grades,
-    0.5) differ only in a few high bits: folded raw, two of them trading places could cancel out."""
-    bits[0] = value
-    return mix64(key_hash ^ as_int[0])
-
-
-@kernel(nogil=True)
-def group_chunk(offsets, q_lo, q_hi, scores, codes, id_lo, id_hi, present, qid_hash, qrel_offsets, jcodes, j_lo,
-                j_hi, grades, work, out, n_members, n_groups, first_nan, m0, seed):
-    """Fill the judged groups of queries q_lo..q_hi-1 of a ranx Run (`query_groups`, members written
-    in query order from m0) from their copy by `readers.typed_dicts.run_chunk`, their judgments CSR by
-    qrel_offsets (ids in jcodes); returns these queries' part of the Run's fingerprint
-    (`readers.typed_dicts.fingerprint`), (hash from 0, values folded), when the queries are its
-    queries in its order. Reads no typed dict: releases the GIL, so the next chunk is copied
-    meanwhile (`tieaware.readers.ranx`)."""
-    doc_hash = np.empty(scores.shape[0], np.uint64)
-    doc_key = np.empty(scores.shape[0], np.uint64)
-    bits = np.empty(1, np.float64)
-    as_int = bits.view(np.uint64)
-    h = np.uint64(0)
-    folded = 0
-    cursor = m0
-    base = offsets[q_lo]
-    for q in range(q_lo, q_hi):
-        n_members[q], n_groups[q], first_nan[q] = 0, 0, -1
-        if not present[q - q_lo]:
-            continue
-        lo, hi = offsets[q] - base, offsets[q + 1] - base
-        a, b = qrel_offsets[q], qrel_offsets[q + 1]
-        h = fold(fold(h, qid_hash[q - q_lo]), np.uint64(hi - lo))
-        folded += 2 + hi - lo
-        for i in range(lo, hi):
-            doc_hash[i] = id_hash(codes, id_lo[i], id_hi[i], seed)
-            h = fold(h, hashed_item(doc_hash[i], scores[i], bits, as_int))
-        members, groups, nan_at = query_groups(scores[lo:hi], codes, id_lo[lo:hi], id_hi[lo:hi], doc_hash[lo:hi],
-                                               doc_key[lo:hi], jcodes, j_lo[a:b], j_hi[a:b], grades[a:b], work,
-                                               out, cursor, seed)
-        n_members[q], n_groups[q], first_nan[q] = members, groups, nan_at
-        cursor += members
-    return h, folded

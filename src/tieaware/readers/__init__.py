@@ -13,10 +13,11 @@ Grouping (a loaded qrels/run pair as the judged tie groups the metric kernels re
 
 * `pairs`: a qrels/run pair as `lists.RankedLists`, by the reader of its kind; ranx conversions cached.
 * `lists`: `RankedLists`, the judged tie groups every metric kernel reads, and `ListsBuilder`.
-* `judgments`: the qrels' judgments (ranx Qrels or dict) as the group kernels read them.
+* `judgments`: the qrels' judgments (dict or columns) as the group kernels read them.
 * `dicts`: a run of Python dicts, read chunk by chunk; `dict_arrays`: dicts as flat arrays.
 * `columns`: a run as columns, as a TREC file's reader gives them.
-* `ranx`: a ranx Run; `typed_dicts`: jitted passes over the numba typed dicts inside ranx objects.
+* `typed_dicts`: one jitted pass copies the numba typed dict inside a ranx object into flat arrays;
+  `ranx`: a ranx Run's copy read as columns.
 
 * `trec_files`: TREC run and qrels files, by one compiled pass in blocks of whole lines; `raw_files`:
   files read once as bytes, plain or compressed, from a path, a pipe or ``-``.

@@ -1,5 +1,5 @@
-"""The judgments of the evaluated queries, from a ranx Qrels, a qrels dict or columns read from a
-TREC qrels file, as the group kernels read them."""
+"""The judgments of the evaluated queries, from a qrels dict or columns (read from a TREC qrels file
+or copied from a ranx Qrels), as the group kernels read them."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
@@ -8,28 +8,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..errors import InputError
 from ..kernels.groups import argsort_segments
-from .dict_arrays import float_values, name_bad_value, string_id_codes
-from .kinds import is_ranx_qrels
-
-
-def _check_ranx_grades(qrels, query_ids: list, grades: np.ndarray) -> None:
-    """Name the first unusable grade (NaN, +/-inf) of `query_ids` in a ranx Qrels, if `grades` hold one
-    (ranx builds int64 grades; a typed dict of floats put in a Qrels by hand can hold them)."""
-    if not np.isfinite(grades).all():
-        name_bad_value("Relevance", query_ids, [dict(qrels.qrels[q]) if q in qrels.qrels else {} for q in query_ids],
-                       finite=True)
-
-
-def _ranx_judgments(qrels, query_ids: list) -> tuple:
-    """(offsets, codes, lo, hi, grades) of `query_ids`' judgments in a ranx Qrels, read in numba (ids as
-    `id_codes`); unusable grades are named."""
-    from . import typed_dicts  # numba's typed-dict kernels: imported when a ranx Qrels is given
-
-    offsets, codes, lo, hi, grades = typed_dicts.qrels_arrays(qrels.qrels, typed_dicts.typed(query_ids))
-    codes.setflags(write=False)  # as the dict reader's: read_chunk compiles for one layout of its arguments
-    _check_ranx_grades(qrels, query_ids, grades)
-    return offsets, codes, lo, hi, grades
+from .dict_arrays import float_values, string_id_codes
 
 
 def best_first(offsets: np.ndarray, lo: np.ndarray, hi: np.ndarray, grades: np.ndarray) -> tuple:
@@ -52,20 +33,19 @@ class JudgmentChunk(NamedTuple):
 
 
 class Judgments:
-    """The judgments of `query_ids` in a ranx Qrels or a qrels dict, read by ranges of queries.
+    """The judgments of `query_ids` in `QrelsColumns` or a qrels dict, read by ranges of queries.
 
-    A ranx Qrels is read all at once (one kernel, so it is read as it is at one moment); a qrels
-    dict range by range beside a dict run's chunks (`chunk`), so the reader's worker thread starts
-    on the first chunk at once, and each range's grades are sorted while the worker groups the
-    chunk before."""
+    Columns are gathered all at once (`QrelsColumns.for_queries`); a qrels dict range by range beside a
+    dict run's chunks (`chunk`), so the reader's worker thread starts on the first chunk at once, and
+    each range's grades are sorted while the worker groups the chunk before."""
 
     def __init__(self, qrels, query_ids: list):
         self.query_ids = query_ids
-        if is_ranx_qrels(qrels):
-            offsets, codes, lo, hi, grades = _ranx_judgments(qrels, query_ids)
-            self._ranx: tuple | None = (codes, lo, hi, grades)
+        if isinstance(qrels, QrelsColumns):
+            offsets, *gathered = qrels.for_queries(query_ids)
+            self._gathered: list | None = gathered
         else:
-            self._ranx = None
+            self._gathered = None
             empty: dict = {}
             self._per_query = [qrels.get(q, empty) for q in query_ids]
             offsets = np.zeros(len(query_ids) + 1, np.int64)
@@ -77,22 +57,21 @@ class Judgments:
         """The judgments of queries first..last-1, each query's best-first."""
         a, b = int(self.offsets[first]), int(self.offsets[last])
         local = self.offsets[first:last + 1] - a
-        if self._ranx is not None:
-            codes, lo, hi, grades = self._ranx
-            codes, lo, hi, unsorted = codes, lo[a:b], hi[a:b], grades[a:b]
-        else:
-            ids, per_query = self.query_ids[first:last], self._per_query[first:last]
-            codes, lo, hi = string_id_codes("qrels", ids, per_query, b - a)
-            unsorted = float_values("Relevance", ids, per_query, b - a, finite=True)
+        if self._gathered is not None:
+            codes, lo, hi, grades = self._gathered
+            return JudgmentChunk(local, codes, lo[a:b], hi[a:b], grades[a:b])  # best-first already
+        ids, per_query = self.query_ids[first:last], self._per_query[first:last]
+        codes, lo, hi = string_id_codes("qrels", ids, per_query, b - a)
+        unsorted = float_values("Relevance", ids, per_query, b - a, finite=True)
         return JudgmentChunk(local, codes, *best_first(local, lo, hi, unsorted))
 
 
 class QrelsColumns(Mapping):
-    """Qrels held as columns, as a TREC qrels file's reader gives them: query ``query_ids[k]`` holds the
-    judgments ``offsets[k]:offsets[k + 1]``, judgment i of document ``codes[lo[i]:hi[i]]`` (Unicode code
-    points, read-only) with grade ``grades[i]`` (integers, given best first within each query, as
-    `best_first` orders them), its documents distinct. `for_queries` gathers the judgments of a run's
-    queries for the group kernels without a Python object per judgment; as a read-only mapping
+    """Qrels held as columns, as a TREC qrels file's reader (and `ranx_qrels_columns`) gives them: query
+    ``query_ids[k]`` holds the judgments ``offsets[k]:offsets[k + 1]``, judgment i of document
+    ``codes[lo[i]:hi[i]]`` (Unicode code points, read-only) with grade ``grades[i]`` (given best first
+    within each query, as `best_first` orders them), its documents distinct. `for_queries` gathers the
+    judgments of a run's queries for the group kernels without a Python object per judgment; as a read-only mapping
     ``{qid: {docid: grade}}`` (ids in the file's order of first appearance, each query's documents best
     first) it also serves the readers of dicts."""
 
@@ -140,8 +119,21 @@ class QrelsColumns(Mapping):
 
 
 def judgment_chunk(qrels, query_ids: list) -> JudgmentChunk:
-    """The judgments of `query_ids` (each a query of `qrels`: `QrelsColumns`, a ranx Qrels or a qrels
-    dict), in that order, as the group kernels read them."""
+    """The judgments of `query_ids` (each a query of `qrels`: `QrelsColumns` or a qrels dict), in that
+    order, as the group kernels read them."""
     if isinstance(qrels, QrelsColumns):
         return qrels.for_queries(query_ids)
     return Judgments(qrels, query_ids).chunk(0, len(query_ids))
+
+
+def ranx_qrels_columns(items) -> QrelsColumns:
+    """A ranx Qrels' copy (`typed_dicts.TypedDictCopy`) as `QrelsColumns`, each query's judgments best
+    first; a grade that is not finite (a typed dict put in a Qrels by hand can hold one) is named."""
+    bad = np.flatnonzero(~np.isfinite(items.values))
+    if bad.size:
+        i = int(bad[0])
+        query = items.query_ids[int(np.searchsorted(items.offsets, i, side="right")) - 1]
+        problem = "is NaN" if np.isnan(items.values[i]) else f"is {items.values[i]}; grades must be finite"
+        raise InputError(f"Relevance for query {query!r}, document {items.doc_id(i)!r} {problem}.")
+    return QrelsColumns(items.query_ids, items.offsets, items.codes,
+                        *best_first(items.offsets, items.id_lo, items.id_hi, items.values))

@@ -5,9 +5,10 @@ each member's rank in input order and in trec_eval's order, and the qrels' grade
 the ideal DCG), filled by `kernels.groups.query_groups` one query at a time through a
 `ListsBuilder`. No array of the size of the run is kept: the run is read again only for ranx's
 tie order (`RankedLists.all_scores`) or to name a document in an error. The readers that fill
-them, one per input kind: `readers.dicts` (Python dicts) and `readers.ranx` (ranx objects), both
-reading chunks of whole queries of about `CHUNK_DOCS` documents (`chunk_ranges`), so memory grows
-with the chunk, not the run; `readers.pairs` picks the reader for a qrels/run pair.
+them: `readers.dicts` (Python dicts, in chunks of whole queries of about `CHUNK_DOCS` documents,
+`chunk_ranges`, so memory grows with the chunk, not the run) and `readers.columns` (a TREC file's
+columns, the copy of a ranx Run by `readers.ranx`); `readers.pairs` picks the reader for a
+qrels/run pair.
 """
 from __future__ import annotations
 
@@ -60,7 +61,6 @@ class RankedLists:
         ranx_order: how ranx orders this input (`kernels.tiebreak` modes, or None when the run's
             own order already is ranx's).
         all_scores: () -> (n,) every score in the run's order, read again (ranx's tie order only).
-        run_fingerprint: `typed_dicts.fingerprint` of the ranx Run read (None otherwise).
     """
 
     query_ids: list
@@ -79,7 +79,6 @@ class RankedLists:
     grp_mem_end: np.ndarray
     ranx_order: int | None
     all_scores: Callable[[], np.ndarray]
-    run_fingerprint: int | None = None
     _tool_ranks: dict = field(default_factory=dict, repr=False)
 
     def tool_rank(self, oblivious: str) -> np.ndarray:

@@ -1,9 +1,10 @@
 """A qrels/run pair as `RankedLists`: the reader for each input kind, and the cache per ranx Run.
 
 Python dicts, files and DataFrames are read by `readers.dicts` (after `readers.load` loads and
-checks them), ranx objects by `readers.ranx` (imported, with numba, when one is given). For ranx
-objects the result is cached on the ``Run`` (weakly, never stored in it), so evaluating several
-metrics in several calls converts once.
+checks them); ranx objects are copied into flat arrays (`readers.typed_dicts`, imported, with
+numba, when one is given), a Qrels read then as `judgments.QrelsColumns`, a Run by `readers.ranx`.
+For ranx objects the result is cached on the ``Run`` (weakly, never stored in it), so evaluating
+several metrics in several calls groups once.
 """
 from __future__ import annotations
 
@@ -13,24 +14,20 @@ import weakref
 import numpy as np
 
 from ..errors import QueryMismatchError
-from ..kernels.groups import SEED
 from ..kernels.tiebreak import RANX_ARGSORT_NEGATED, RANX_ARGSORT_REVERSED
 from .dict_arrays import float_values
 from .dicts import from_dicts
+from .judgments import judgment_chunk, ranx_qrels_columns
 from .kinds import is_dataframe, is_ranx_qrels, is_ranx_run
 from .lists import RankedLists
 from .load import load_qrels, load_run
+from .ranx import from_ranx_copy
 
 
 def evaluated_queries(qrels, run_ids: list, make_comparable: bool) -> list:
     """The evaluated queries: the run's (`run_ids`, in its order); with ``make_comparable`` those
     with qrels, then the qrels' queries the run lacks. A mismatch otherwise raises."""
-    if is_ranx_qrels(qrels):
-        from .typed_dicts import queries
-
-        qrels_ids = queries(qrels.qrels)[0]
-    else:
-        qrels_ids = list(qrels.keys())
+    qrels_ids = list(qrels.keys())
     qrels_set = set(qrels_ids)
     run_set = set(run_ids)
     if make_comparable:
@@ -38,15 +35,6 @@ def evaluated_queries(qrels, run_ids: list, make_comparable: bool) -> list:
     if qrels_set != run_set:
         raise QueryMismatchError([q for q in qrels_ids if q not in run_set], [q for q in run_ids if q not in qrels_set])
     return run_ids
-
-
-def _read_ranx_run(qrels, run, make_comparable: bool) -> RankedLists:
-    from . import typed_dicts
-    from .ranx import from_ranx_run
-
-    run_ids, typed_ids, offsets = typed_dicts.queries(run.run)  # read in numba, once
-    return from_ranx_run(qrels, run, evaluated_queries(qrels, run_ids, make_comparable), make_comparable,
-                         (typed_ids, offsets))
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -61,41 +49,41 @@ def ranked_lists(qrels, run, make_comparable: bool = False, from_file: bool | No
     the Run ranx reads from it, ``Run.from_file`` / ``Run.from_df`` (``argsort(-scores)`` over each
     query's lines in file order), which a ranx user evaluates, not a dict.
 
-    For a ranx ``Qrels``/``Run`` pair the conversion is cached per ``Run`` (weakly,
-    never stored in it) and served again only while both objects hold the same
-    query ids, doc ids, scores and grades in the same order (`typed_dicts.fingerprint`,
-    a fraction of a conversion's cost), since ranx's ``add_score`` and similar
-    methods change them in place.
+    ranx objects are copied first (`typed_dicts.copied_items`, each in one kernel, so as it is at one
+    moment). For a ranx ``Qrels``/``Run`` pair the result is cached per ``Run`` (weakly, never stored
+    in it) and served again only while both objects hold the query ids, doc ids, scores and grades
+    they were copied with, in the same order (`typed_dicts.fingerprint`, one pass without a copy),
+    since ranx's ``add_score`` and similar methods change them in place.
     """
     if from_file is None:
         from_file = isinstance(run, (str, os.PathLike)) or is_dataframe(run)
     qrels = load_qrels(qrels, doc_ids=False)  # the dict readers check doc ids on their way (`string_keys`)
     run = load_run(run, doc_ids=False)
-    cacheable = is_ranx_run(run) and is_ranx_qrels(qrels)
-    if is_ranx_run(run) or is_ranx_qrels(qrels):
+    qrels_items = run_items = None
+    if is_ranx_qrels(qrels) and is_ranx_run(run):
         from . import typed_dicts
-    if cacheable:
+
         key = (id(qrels), run.sorted, make_comparable)
         per_run = _CACHE.setdefault(run, {})
         hit = per_run.get(key)
-        qrels_hash = typed_dicts.fingerprint(qrels.qrels, SEED)
-        if hit is not None and hit[0]() is qrels and hit[1] == qrels_hash \
-                and hit[2] == typed_dicts.fingerprint(run.run, SEED):
-            return hit[3]
-    if is_ranx_run(run):
-        try:
-            lists = _read_ranx_run(qrels, run, make_comparable)
-        except typed_dicts.ChangedWhileReadError:  # another thread changed them between two kernels: read
-            lists = _read_ranx_run(typed_dicts.frozen(qrels) if cacheable else qrels,  # a copy taken at once
-                                   typed_dicts.frozen(run), make_comparable)
-    else:
-        lists = from_dicts(qrels, run, evaluated_queries(qrels, list(run.keys()), make_comparable),
-                            RANX_ARGSORT_NEGATED if from_file else RANX_ARGSORT_REVERSED)
-    if cacheable:
-        run_hash = lists.run_fingerprint
+        if hit is not None and hit[0]() is qrels and \
+                hit[1] == (typed_dicts.fingerprint(qrels.qrels), typed_dicts.fingerprint(run.run)):
+            return hit[2]
+    if is_ranx_qrels(qrels) or is_ranx_run(run):
+        from .typed_dicts import copied_items
+
+        qrels_items = copied_items(qrels.qrels) if is_ranx_qrels(qrels) else None
+        run_items = copied_items(run.run) if is_ranx_run(run) else None
+    judged = ranx_qrels_columns(qrels_items) if qrels_items is not None else qrels
+    if run_items is None:
+        return from_dicts(judged, run, evaluated_queries(judged, list(run.keys()), make_comparable),
+                          RANX_ARGSORT_NEGATED if from_file else RANX_ARGSORT_REVERSED)
+    query_ids = evaluated_queries(judged, run_items.query_ids, make_comparable)
+    lists = from_ranx_copy(judgment_chunk(judged, query_ids), run_items, query_ids,
+                           None if run.sorted else RANX_ARGSORT_NEGATED)
+    if qrels_items is not None:  # and the run's: cacheable, keyed by the contents as copied
         per_run.clear()
-        per_run[key] = (weakref.ref(qrels), qrels_hash,
-                        typed_dicts.fingerprint(run.run, SEED) if run_hash is None else run_hash, lists)
+        per_run[key] = (weakref.ref(qrels), (qrels_items.fingerprint, run_items.fingerprint), lists)
     return lists
 
 
@@ -103,10 +91,10 @@ def run_scores(run) -> tuple[list, np.ndarray, np.ndarray]:
     """(query ids, CSR offsets, scores in the run's order) of a run alone."""
     run = load_run(run)
     if is_ranx_run(run):
-        from . import typed_dicts
+        from .typed_dicts import copied_items
 
-        query_ids, typed_ids, offsets = typed_dicts.queries(run.run)
-        return query_ids, offsets, typed_dicts.run_scores(run.run, typed_ids, offsets)
+        items = copied_items(run.run)
+        return items.query_ids, items.offsets, items.values
     query_ids = list(run.keys())
     offsets = np.zeros(len(query_ids) + 1, np.int64)
     per_query = [run[q] for q in query_ids]

@@ -1,111 +1,30 @@
-"""Reading ranx ``Run``/``Qrels`` objects: jitted passes over their numba typed dicts.
+"""Reading ranx ``Run``/``Qrels`` objects: one jitted pass copies a typed dict into flat arrays.
 
-ranx keeps a run as ``Dict[str, Dict[UnicodeCharSeq(W), float64]]`` (W: its
-longest doc id) and qrels likewise with int64 grades. Calling into such dicts
-from Python costs a call into numba per lookup, so every pass over them runs in numba:
+ranx keeps a run as ``Dict[str, Dict[UnicodeCharSeq(W), float64]]`` (W: its longest doc id) and
+qrels likewise with int64 grades. Calling into such dicts from Python costs a call into numba per
+lookup, and numba compiles every function that takes one again for each dict type (each W), so
+one small kernel touches them: `copied_items` copies a whole dict, in its order, into the
+arrays every other reader of tieaware reads (ids as Unicode code points, values as float64,
+CSR by query; code point order is the order trec_eval's ``strcmp`` gives their UTF-8 bytes).
+The same pass hashes the dict (`fingerprint`, which the cache of conversions checks; alone, without
+the copy, for a cache hit); everything after (grouping, ranx's tie order) runs on the copy, through
+the kernels compiled ahead of time.
 
-* `run_chunk`: one pass over the items of a chunk of queries, copying the
-  scores and the ids' code points into flat arrays; `kernels.groups.group_chunk`
-  then hashes the copy and builds its judged groups with `kernels.groups.query_groups`
-  (shared with the reader of Python dicts), the judgments read before by
-  `qrels_arrays`. Ids are read as code points, never turned into strings (a
-  typed-dict lookup by string builds a numba string); code point order is the order
-  trec_eval's ``strcmp`` gives their UTF-8 bytes.
-* `queries` and `typed`: query ids between Python and numba. A typed dict or
-  list is never iterated, sized or built from Python (but to name a bad value
-  in an error message): numba compiles those methods at run time, per dict type
-  and uncached (compiled again per dict type in every new process); ids cross as
-  code points (`key_codes`, `typed_keys`).
-* `fingerprint`: a hash of every id and value, so a cached conversion is
-  served only while the objects still hold the same data (ranx's ``add_score``
-  and friends mutate the typed dicts in place); `kernels.groups.group_chunk` returns
-  its parts for the Run on the way.
-
-No kernel that reads a typed dict releases the GIL: a typed dict read without
-it could be changed meanwhile by Python code on another thread
-(``Run.add_score``), and numba's dicts free their storage when they grow, which
-aborted the process. Holding it, a kernel sees the dict as it is between two
-Python steps; a dict changed between two kernels (sizes read by `run_sizes`,
-items by `run_chunk` or `run_scores`) is noticed by comparing sizes, and the
-readers report it (`changed`) instead of writing past arrays sized before;
-`tieaware.readers.pairs` then reads a `frozen` copy. So the GIL-holding part is
-a plain copy: `kernels.groups.group_chunk` works on it without the GIL, on worker
-threads, while the next chunk is copied; each chunk hashes from 0 and `joined` combines the
-parts into the hash one pass (`fingerprint`) gives. The typed-dict readers compile once per
-doc-id width (numba specialises on the dict types, as ranx's own kernels do);
-`kernels.groups.group_chunk` and the group kernels take plain arrays and ship compiled
-(`tieaware.kernels.ahead_of_time`).
+The copy is one kernel holding the GIL: a typed dict read without it could be changed meanwhile by
+Python code on another thread (``Run.add_score``), and numba's dicts free their storage when they
+grow, which aborted the process. Holding it, the kernel sees the dict as it is between two Python
+steps, so a Run changed by another thread is read either before or after the change, never half.
 """
 from __future__ import annotations
 
-import copy
+from typing import NamedTuple
 
 import numpy as np
 from numba import types
 from numba.extending import overload
-from numba.typed import List
 
-from ..errors import InputError
 from ..kernels import kernel
-from ..kernels.groups import ODD, code_at, fold, hashed_item, id_hash
-from ..kernels.numba_compat import (
-    PY_UNICODE_1BYTE_KIND,
-    PY_UNICODE_2BYTE_KIND,
-    PY_UNICODE_4BYTE_KIND,
-    empty_string,
-    set_code_point,
-)
-
-
-class ChangedWhileReadError(InputError):
-    """A ranx Run or Qrels changed while tieaware read it: Python code on another thread changed it
-    (``add_score``, ``add``) during the evaluation. `tieaware.readers.pairs` then reads a `frozen` copy."""
-
-    def __init__(self):
-        super().__init__("The ranx Run or Qrels changed while tieaware read it: another thread changed it "
-                         "during the evaluation. Evaluate a copy, or wait for the changes to finish.")
-
-
-@kernel
-def run_sizes(run_td, query_ids):
-    """(Q+1,) CSR offsets of the queries' inner dicts (0 for a query not in the dict); Run or Qrels."""
-    offsets = np.zeros(len(query_ids) + 1, np.int64)
-    for i in range(len(query_ids)):
-        offsets[i + 1] = offsets[i]
-        if query_ids[i] in run_td:
-            offsets[i + 1] += len(run_td[query_ids[i]])
-    return offsets
-
-
-@kernel(inline="always")
-def changed(td, qid, size):
-    """True when query `qid` of `td` no longer holds the `size` items read before (absent: 0)."""
-    return len(td[qid]) != size if qid in td else size != 0
-
-
-@kernel
-def _scores(run_td, query_ids, offsets):
-    """(every value of `query_ids` in the dict's order, False), or (an empty array, True) when the
-    dict no longer has the sizes `offsets` were read from (`changed`)."""
-    scores = np.empty(offsets[-1], np.float64)
-    for i in range(len(query_ids)):
-        if changed(run_td, query_ids[i], offsets[i + 1] - offsets[i]):
-            return scores[:0], True
-        if offsets[i + 1] > offsets[i]:
-            j = offsets[i]
-            for s in run_td[query_ids[i]].values():
-                scores[j] = s
-                j += 1
-    return scores, False
-
-
-def run_scores(run_td, query_ids, offsets) -> np.ndarray:
-    """Every value of a Run (scores) or Qrels (grades) for `query_ids`, in the dict's own order; an
-    `InputError` when the dict changed since `offsets` were read (another thread changing the Run)."""
-    scores, was_changed = _scores(run_td, query_ids, offsets)
-    if was_changed:
-        raise ChangedWhileReadError()
-    return scores
+from ..kernels.groups import SEED, code_at, id_hash, mix64
 
 
 @kernel(inline="always")
@@ -123,120 +42,14 @@ def _appended(codes, used, key):
     return codes
 
 
-@kernel
-def keys_and_sizes(td):
-    """The keys of a Run's or Qrels' dict in its order, and CSR offsets (Q+1,) of their inner dicts."""
-    keys = List.empty_list(types.unicode_type)
-    offsets = np.zeros(len(td) + 1, np.int64)
-    for key, inner in td.items():
-        offsets[len(keys) + 1] = offsets[len(keys)] + len(inner)
-        keys.append(key)
-    return keys, offsets
+#: the fingerprint's polynomial base (FNV's 64-bit prime)
+_BASE = np.uint64(0x100000001B3)
 
 
-@kernel
-def key_codes(keys):
-    """The code points of a typed list of str laid end to end, and where each one ends."""
-    ends = np.empty(len(keys), np.int64)
-    total = 0
-    for i in range(len(keys)):
-        total += len(keys[i])
-        ends[i] = total
-    codes = np.empty(total, np.uint32)
-    c = 0
-    for i in range(len(keys)):
-        key = keys[i]
-        for t in range(len(key)):
-            codes[c] = code_at(key, t)
-            c += 1
-    return codes, ends
-
-
-@kernel
-def typed_keys(codes, ends):
-    """The typed list of str whose code points `key_codes` gives. Each str gets the narrowest kind
-    that holds its code points, as CPython's do: numba hashes a str's raw data, so only then does
-    it find the key in a typed dict."""
-    keys = List.empty_list(types.unicode_type)
-    start = 0
-    for i in range(ends.shape[0]):
-        widest = 0
-        for c in range(start, ends[i]):
-            widest = max(widest, codes[c])
-        if widest < 256:
-            kind = PY_UNICODE_1BYTE_KIND
-        elif widest < 65536:
-            kind = PY_UNICODE_2BYTE_KIND
-        else:
-            kind = PY_UNICODE_4BYTE_KIND
-        key = empty_string(kind, ends[i] - start, 1 if widest < 128 else 0)
-        for c in range(start, ends[i]):
-            set_code_point(key, c - start, codes[c])
-        keys.append(key)
-        start = ends[i]
-    return keys
-
-
-@kernel
-def _copied(td):
-    """A copy of a Run's or Qrels' typed dict, inner dicts too, taken in one kernel (holding the GIL)."""
-    out = td.copy()
-    for key, inner in td.items():
-        out[key] = inner.copy()
-    return out
-
-
-def frozen(obj):
-    """A copy of a ranx Run or Qrels over a copy of its typed dict taken at one moment (`_copied`),
-    which no other thread changes; for a Run another thread kept changing between two kernels."""
-    out = copy.copy(obj)
-    if hasattr(obj, "run"):
-        out.run = _copied(obj.run)
-    else:
-        out.qrels = _copied(obj.qrels)
-    return out
-
-
-def queries(td) -> tuple[list, List, np.ndarray]:
-    """(the keys of a Run's or Qrels' dict as Python str, the same as a typed list, CSR offsets
-    (Q+1,) of their inner dicts), in the dict's order."""
-    keys, offsets = keys_and_sizes(td)
-    codes, ends = key_codes(keys)
-    text = codes.tobytes().decode("utf-32-le", "surrogatepass")
-    starts = np.zeros_like(ends)
-    starts[1:] = ends[:-1]
-    return [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())], keys, offsets
-
-
-def typed(ids: list) -> List:
-    """Python str ids as a numba typed list (built in numba: `typed_keys`)."""
-    codes = np.frombuffer("".join(ids).encode("utf-32-le", "surrogatepass"), np.uint32)
-    return typed_keys(codes, np.cumsum(np.fromiter(map(len, ids), np.int64, len(ids))))
-
-
-@kernel
-def qrels_arrays(qrels_td, query_ids):
-    """Judgments of `query_ids` (CSR offsets (Q+1,)), their ids as code points codes[lo:hi], and grades;
-    one pass over the judgments (the code point array grows when ids are longer than 8 on average).
-    For a Qrels beside a Run or a run of Python dicts: one kernel, so a Qrels is read as it is at one moment."""
-    offsets = run_sizes(qrels_td, query_ids)
-    codes = np.empty(8 * offsets[-1] + 16, np.uint32)
-    lo = np.empty(offsets[-1], np.int64)
-    hi = np.empty(offsets[-1], np.int64)
-    grades = np.empty(offsets[-1], np.float64)
-    j = 0
-    c = 0
-    for i in range(len(query_ids)):
-        if offsets[i + 1] == offsets[i]:
-            continue
-        for key, grade in qrels_td[query_ids[i]].items():
-            lo[j] = c
-            codes = _appended(codes, c, key)
-            c += len(key)
-            hi[j] = c
-            grades[j] = grade
-            j += 1
-    return offsets, codes[:c], lo, hi, grades
+@kernel(inline="always")
+def _fold(h, x):
+    """One step of a polynomial hash: h * BASE + x, modulo 2^64."""
+    return h * _BASE + x
 
 
 def id_width(td):
@@ -251,78 +64,126 @@ def _id_width_impl(td):
     return lambda td: width
 
 
+def _written(codes, used, key):
+    """`codes` with `key`'s code points written after the first `used`: in place for a UnicodeCharSeq
+    key (`_items` made room for every id at its width), else through `_appended`. Chosen when
+    numba types the call, so each dict type compiles one of the two."""
+
+
+@overload(_written)
+def _written_impl(codes, used, key):
+    if isinstance(key, types.UnicodeCharSeq):
+        def in_place(codes, used, key):
+            for t in range(len(key)):
+                codes[used + t] = code_at(key, t)
+            return codes
+        return in_place
+    return lambda codes, used, key: _appended(codes, used, key)
+
+
 @kernel
-def run_chunk(run_td, query_ids, q_lo, q_hi, offsets, seed):
-    """A copy of queries q_lo..q_hi-1 of a Run's typed dict, for `kernels.groups.group_chunk`: (scores, codes, id_lo,
-    id_hi) per document in the dict's order, id i being codes[id_lo[i]:id_hi[i]]; per query
-    whether the dict holds it and its id's `id_hash`; and whether the dict no longer has the sizes
-    `offsets` were read from (then it stops there: `changed`). A plain pass holding the GIL (see
-    above): the hashing and grouping run on the copy without it. The codes get room for every id
-    at its type's width (`id_width`; pages never written cost no memory), so the loop never grows
-    them (half its time with `_appended`'s check)."""
-    n = offsets[q_hi] - offsets[q_lo]
-    width = id_width(run_td)
-    scores = np.empty(n, np.float64)
+def _items(td, seed, copy):
+    """The dict's fingerprint and, with `copy`, its contents: every query id's code points (`qcodes`,
+    ending at `qends`), CSR offsets (Q+1,) of the queries' inner dicts, and per document its id
+    codes[id_lo:id_hi] and value, all in the dict's order (without `copy`, empty arrays). The codes get
+    room for every id at its type's width (`id_width`), so the loop never grows them (`_written`).
+
+    The fingerprint is a polynomial hash (`_fold`) of, in order, every query id's `id_hash` and size,
+    and per document `mix64` of its id's hash xor its value's float64 bits (mixed, so that round
+    values trading places change it too): any change of an id, a value or the order shows, but for a
+    64-bit hash's chance; ids cannot be built to collide without the seed."""
+    n_queries = len(td)
+    offsets = np.zeros(n_queries + 1 if copy else 1, np.int64)
+    q_total = 0
+    if copy:
+        q = 0
+        for qid, inner in td.items():
+            offsets[q + 1] = offsets[q] + len(inner)
+            q_total += len(qid)
+            q += 1
+    n = offsets[-1]
+    width = id_width(td)
+    qcodes = np.empty(q_total, np.uint32)
+    qends = np.empty(n_queries if copy else 0, np.int64)
+    codes = np.empty(width * n if width > 0 else 8 * n + 16, np.uint32)
     id_lo = np.empty(n, np.int64)
     id_hi = np.empty(n, np.int64)
-    codes = np.empty(width * n if width > 0 else 8 * n + 16, np.uint32)
-    present = np.zeros(q_hi - q_lo, np.bool_)
-    qid_hash = np.zeros(q_hi - q_lo, np.uint64)
-    j = 0
-    c = 0
-    for q in range(q_lo, q_hi):
-        qid = query_ids[q]
-        if changed(run_td, qid, offsets[q + 1] - offsets[q]):
-            return scores, codes[:c], id_lo, id_hi, present, qid_hash, True
-        if qid not in run_td:
-            continue
-        present[q - q_lo] = True
-        qid_hash[q - q_lo] = id_hash(qid, 0, len(qid), seed)
-        for key, s in run_td[qid].items():
-            if width > 0:
-                for t in range(len(key)):
-                    codes[c + t] = code_at(key, t)
-            else:
-                codes = _appended(codes, c, key)
-            id_lo[j] = c
-            c += len(key)
-            id_hi[j] = c
-            scores[j] = s
-            j += 1
-    return scores, codes[:c], id_lo, id_hi, present, qid_hash, False
-
-
-@kernel
-def _hashed_items(td, seed):
-    """`fingerprint` from 0 of every query of `td` in its order: (hash, values folded), in one pass."""
-    h = np.uint64(0)
-    folded = 0
+    values = np.empty(n, np.float64)
     bits = np.empty(1, np.float64)
     as_int = bits.view(np.uint64)
+    h = np.uint64(n_queries)
+    qc = 0
+    c = 0
+    j = 0
+    q = 0
     for qid, inner in td.items():
-        h = fold(fold(h, id_hash(qid, 0, len(qid), seed)), np.uint64(len(inner)))
-        folded += 2 + len(inner)
+        h = _fold(_fold(h, id_hash(qid, 0, len(qid), seed)), np.uint64(len(inner)))
+        if copy:
+            for t in range(len(qid)):
+                qcodes[qc + t] = code_at(qid, t)
+            qc += len(qid)
+            qends[q] = qc
+            q += 1
         for key, value in inner.items():
-            h = fold(h, hashed_item(id_hash(key, 0, len(key), seed), value, bits, as_int))
-    return h, folded
+            bits[0] = value
+            h = _fold(h, mix64(id_hash(key, 0, len(key), seed) ^ as_int[0]))
+            if copy:
+                codes = _written(codes, c, key)
+                id_lo[j] = c
+                c += len(key)
+                id_hi[j] = c
+                values[j] = value
+                j += 1
+    return h, qcodes, qends, offsets, codes[:c], id_lo, id_hi, values
 
 
-def joined(seed, parts) -> int:
-    """The fingerprint from `seed` of parts computed from 0 in order: folding n values into h from
-    h0 gives h0 * ODD^n + (their hash from 0), modulo 2^64."""
-    h = int(seed)
-    for part, folded, *_ in parts:
-        h = (h * pow(int(ODD), int(folded), 1 << 64) + int(part)) & ((1 << 64) - 1)
-    return h
+class TypedDictCopy(NamedTuple):
+    """A ranx Run's or Qrels' typed dict as flat arrays (`copied_items`): query ``query_ids[k]`` holds
+    documents ``offsets[k]:offsets[k + 1]``, document i with id ``codes[id_lo[i]:id_hi[i]]`` (code
+    points, read-only) and value ``values[i]`` (score or grade, float64), in the dict's order; and the
+    dict's `fingerprint` as copied."""
+
+    query_ids: list
+    offsets: np.ndarray
+    codes: np.ndarray
+    id_lo: np.ndarray
+    id_hi: np.ndarray
+    values: np.ndarray
+    fingerprint: int
+
+    def doc_id(self, i: int) -> str:
+        """The id of document i (for error messages)."""
+        return self.codes[self.id_lo[i]:self.id_hi[i]].tobytes().decode("utf-32-le", "surrogatepass")
+
+    def picked(self, query_ids: list) -> tuple[np.ndarray, np.ndarray | None]:
+        """(CSR offsets (len(query_ids)+1,), the documents of `query_ids` in that order, or None when
+        they are the dict's own queries in its order): a query the dict lacks has none."""
+        if query_ids == self.query_ids:
+            return self.offsets, None
+        row = {qid: k for k, qid in enumerate(self.query_ids)}
+        rows = np.fromiter((row.get(q, -1) for q in query_ids), np.int64, len(query_ids))
+        present, rows = rows >= 0, np.maximum(rows, 0)
+        counts = np.where(present, self.offsets[rows + 1] - self.offsets[rows], 0)
+        local = np.zeros(len(query_ids) + 1, np.int64)
+        np.cumsum(counts, out=local[1:])
+        return local, np.repeat(self.offsets[rows] - local[:-1], counts) + np.arange(int(local[-1]))
 
 
-def fingerprint(td, seed) -> int:
-    """A polynomial hash from `seed` folding in, in iteration order, every query id (`id_hash`) and
-    its size, and each (id, value) (`kernels.groups.hashed_item`): any change of an id, a value or the order shows (but
-    for a 64-bit hash's chance; ids cannot be built to collide without the seed). One kernel, holding
-    the GIL, so the dict is hashed as it is at one moment; `kernels.groups.group_chunk` returns the parts of the same
-    hash for a Run read in its own order (`joined`)."""
-    return joined(seed, [_hashed_items(td, seed)])
+def copied_items(td) -> TypedDictCopy:
+    """A ranx Run's or Qrels' typed dict (``run.run``, ``qrels.qrels``) as a `TypedDictCopy`, read in one
+    kernel (`_items`, compiled per dict type), so at one moment."""
+    h, qcodes, qends, offsets, codes, id_lo, id_hi, values = _items(td, SEED, True)
+    text = qcodes.tobytes().decode("utf-32-le", "surrogatepass")
+    starts = np.zeros_like(qends)
+    starts[1:] = qends[:-1]
+    codes.setflags(write=False)  # as the other readers': the group kernels are compiled for read-only ids
+    return TypedDictCopy([text[a:b] for a, b in zip(starts.tolist(), qends.tolist())], offsets, codes, id_lo, id_hi,
+                         values, int(h))
+
+
+def fingerprint(td) -> int:
+    """The fingerprint `copied_items` gives, without the copy (one pass, holding the GIL)."""
+    return int(_items(td, SEED, False)[0])
 
 
 @kernel
@@ -339,14 +200,3 @@ def without_own_ids(td):
             out[qid] = kept
             dropped += 1
     return out, dropped
-
-
-@kernel
-def doc_id(run_td, qid, index):
-    """The id of the index-th document of a query, for error messages."""
-    i = 0
-    for key in run_td[qid].keys():
-        if i == index:
-            return str(key)
-        i += 1
-    return ""
