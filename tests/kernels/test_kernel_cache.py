@@ -138,10 +138,10 @@ def test_kernel_decorator_compiles_caches_and_loads(tmp_path):
 # ranx's own kernels (its Run/Qrels constructors also compile one signature per id width) keep
 # numba's plain cache, which has that race: they get a cache of their own in each process.
 _CHILD = textwrap.dedent("""
-    import json, sys, tempfile, time
+    import json, sys, time
     import numba
     shared = numba.config.CACHE_DIR
-    numba.config.CACHE_DIR = tempfile.mkdtemp()
+    numba.config.CACHE_DIR = sys.argv[3]  # ranx's own kernels: compiled once, by the first process
     import ranx
     numba.config.CACHE_DIR = shared
     import numpy as np, tieaware
@@ -174,19 +174,27 @@ _CHILD = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_concurrent_cold_compiles_then_loads_give_the_dict_readers_numbers(tmp_path):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    """Four processes start compiling the ranx reader for four doc-id widths into one empty cache at
+    the same moment; each gets the dict readers' numbers, and a fifth loads all four from the cache.
+    (ranx's own kernels are compiled first into a cache of their own, by a process whose tieaware
+    cache is another: the children then compile only tieaware's.)"""
     widths = [5, 6, 7, 8]
+    ranx_cache = str(tmp_path / "ranx")
+
+    def child(widths, start, cache):
+        return subprocess.Popen([sys.executable, "-c", _CHILD, json.dumps(widths), str(start), ranx_cache],
+                                env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / cache)},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def result(process):
+        out, err = process.communicate(timeout=600)
+        assert process.returncode == 0, err[-3000:]
+        return json.loads(out.splitlines()[-1])
+
+    result(child(widths, 0, "first"))
     start = time.time() + 8  # every child has imported tieaware and ranx by then
-    children = [subprocess.Popen([sys.executable, "-c", _CHILD, json.dumps([w]), str(start)], env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in widths]
-    for child in children:
-        out, err = child.communicate(timeout=600)
-        assert child.returncode == 0, err[-3000:]
-        differences, _ = json.loads(out.splitlines()[-1])
+    for differences, _ in map(result, [child([w], start, "cache") for w in widths]):
         assert max(differences.values()) == 0.0
-    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(widths), "0"], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    differences, compiled = json.loads(done.stdout.splitlines()[-1])
+    differences, compiled = result(child(widths, 0, "cache"))
     assert differences == {str(w): 0.0 for w in widths}
     assert compiled == 0, "the last process compiled a reader the others had cached"
