@@ -21,8 +21,9 @@ their range (no branch on the data but in a bucket holding several judged scores
 searched by bisection). Cost O(n + m log m) per query for n retrieved documents
 (O(n log m) at worst, scores crowded in one bucket), instead of O(n log n).
 `read_chunk` runs it over many queries of flat arrays: chunks of Python dicts
-(`tieaware.readers.dicts`), a TREC file's columns and the copies of ranx objects
-(`tieaware.readers.columns`). Group slots of query q start at its first judged member's index.
+(`tieaware.readers.dicts`), a TREC file's columns (`tieaware.readers.columns`) and ranges of the
+copy of a ranx Run (`tieaware.readers.ranx`). Group slots of query q start at its first judged
+member's index.
 
 Kernels (`tieaware.kernels.kernel`) take int64/uint32/float64 arrays, use no numba threading
 layer (the readers release the GIL instead, so that `tieaware.threads` runs ranges of queries

@@ -3,12 +3,12 @@
 Per query the tie groups that hold a judged document, their judged members best-first with
 each member's rank in input order and in trec_eval's order, and the qrels' grades (for R, N and
 the ideal DCG), filled by `kernels.groups.query_groups` one query at a time through a
-`ListsBuilder`. No array of the size of the run is kept: the run is read again only for ranx's
-tie order (`RankedLists.all_scores`) or to name a document in an error. The readers that fill
-them: `readers.dicts` (Python dicts, in chunks of whole queries of about `CHUNK_DOCS` documents,
-`chunk_ranges`, so memory grows with the chunk, not the run) and `readers.columns` (a TREC file's
-columns, the copy of a ranx Run by `readers.ranx`); `readers.pairs` picks the reader for a
-qrels/run pair.
+`ListsBuilder`. Of the run's size only the scores of a run read as arrays (a TREC file's columns, a
+ranx Run's copy) are kept, for ranx's tie order (`RankedLists.all_scores`); Python dicts are read again
+for it. The readers that fill them: `readers.dicts` (Python dicts, in chunks of whole queries of about
+`CHUNK_DOCS` documents, `chunk_ranges`, so memory grows with the chunk, not the run),
+`readers.columns` (a TREC file's columns) and `readers.ranx` (a ranx Run's copy, by ranges of
+queries on threads); `readers.pairs` picks the reader for a qrels/run pair.
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class RankedLists:
             documents in it, and where its members start and end.
         ranx_order: how ranx orders this input (`kernels.tiebreak` modes, or None when the run's
             own order already is ranx's).
-        all_scores: () -> (n,) every score in the run's order, read again (ranx's tie order only).
+        all_scores: () -> (n,) every score in the run's order, read again or kept (ranx's tie order only).
     """
 
     query_ids: list
