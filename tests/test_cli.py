@@ -240,7 +240,10 @@ def test_compare_json_and_fail_on_flag(capsys):
     assert pairs["ndcg@10"]["order_flip"] is True  # E[M]: fp32 ahead; trec_eval's order: bf16 ahead
     assert pairs["P@10"]["order_flip"] is False and pairs["P@10"]["intervals_overlap"] is True
     for metric in ("ndcg@10", "P@10"):  # the tie-aware pair statistics, JSON-ready
-        assert 0 < pairs[metric]["p_flip"] < 1 and pairs[metric]["p_flip_exact"] is False
+        assert 0 < pairs[metric]["p_flip"] < 1
+        # nDCG's p_flip is sampled; P@10 counts relevant documents, so its p_flip is exact
+        assert pairs[metric]["p_flip_exact"] is (metric == "P@10")
+        assert (pairs[metric]["p_flip_se"] == 0) is (metric == "P@10")
         assert pairs[metric]["verdict"] in ("robust", "fragile", "not significant")
         assert pairs[metric]["diff_ci_low"] <= pairs[metric]["diff"] <= pairs[metric]["diff_ci_high"]
     assert main(args + ["--fail-on-flag"]) == 1
@@ -257,7 +260,10 @@ def test_compare_correction_reaches_json_and_tsv(capsys):
     assert report["tieaware"]["correction"] == "holm"
     pairs = report["tieaware"]["pairs"]
     assert all(p["p_adjusted"] >= p["p_value"] for p in pairs)
-    assert all(p["p_flip"] is None and p["p_flip_bound"] is not None for p in pairs)  # not sampled
+    for pair in pairs:  # not sampled: nDCG gets the bound only, P@10's count law makes it exact
+        assert pair["p_flip_bound"] is not None
+        assert (pair["p_flip"] is None) is (pair["metric"] == "ndcg@10")
+        assert pair["p_flip_exact"] is (pair["metric"] == "P@10")
     assert main(args + ["-o", "tsv", "--pairs"]) == 0
     header, *rows = capsys.readouterr().out.splitlines()
     assert {"p_adjusted", "verdict", "p_flip", "reason"} <= set(header.split("\t")) and len(rows) == 2

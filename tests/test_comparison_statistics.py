@@ -8,6 +8,7 @@ elsewhere), and the joint orders of all queries of both runs are enumerated by p
 import itertools
 import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -16,7 +17,13 @@ from statsmodels.stats.multitest import multipletests
 
 import tieaware
 from tieaware import comparison
-from tieaware.comparison_statistics import adjust_p_values, flip_bound, t_test_p_bounds
+from tieaware.comparison_statistics import (
+    adjust_p_values,
+    count_distributions,
+    flip_bound,
+    integer_sum_distribution,
+    t_test_p_bounds,
+)
 
 METRICS = ["ndcg@3", "P@2", "map", "recip_rank", "success.1", "hit_rate@2"]
 
@@ -149,6 +156,123 @@ def test_monte_carlo_p_flip_is_within_four_standard_errors(monkeypatch):
     assert checked >= 2
 
 
+COUNTING = ["P@2", "success.1", "hit_rate@2", "hits@3", "P@5", "hits"]
+
+
+@pytest.mark.parametrize("seed,n_queries", _cases()[:6])
+def test_counting_metrics_are_exact_without_enumeration(monkeypatch, seed, n_queries):
+    """P@k, Success@k and hits: p_flip from the hypergeometric count of each query, convolved, equals
+    the enumeration of every joint tie order (which the test above checks against brute force)."""
+    qrels, runs = _random_case(seed, n_queries)
+    enumerated = tieaware.compare(qrels, runs, COUNTING, seed=1).pairs
+    monkeypatch.setattr(comparison, "MAX_ENUMERATED_QUERIES", 0)
+    counted = tieaware.compare(qrels, runs, COUNTING, seed=1, flip_samples=0).pairs  # no Monte Carlo to fall to
+    for metric in COUNTING:
+        truth, row = enumerated.loc[(metric, "A", "B")], counted.loc[(metric, "A", "B")]
+        assert truth["p_flip_exact"] and row["p_flip_exact"], metric
+        assert row["p_flip"] == pytest.approx(truth["p_flip"], abs=1e-12), metric
+        assert row["p_flip_se"] == 0.0
+
+
+def _large_tie_case(seed: int):
+    """30 queries, 40-80 documents each with scores on 3 levels (tie groups of 10-30 around every
+    cutoff, far past enumeration), binary judgments on about a third of them."""
+    rng = np.random.default_rng(seed)
+    qrels, runs = {}, {"A": {}, "B": {}}
+    for q in range(30):
+        docs = [f"d{i}" for i in range(int(rng.integers(40, 81)))]
+        qrels[f"q{q}"] = {d: int(rng.random() < 0.35) for d in docs if rng.random() < 0.9}
+        for name, shift in (("A", 0.0), ("B", 0.1)):
+            runs[name][f"q{q}"] = {d: float(rng.integers(0, 3)) + (shift if rng.random() < 0.1 else 0.0) for d in docs}
+    return qrels, runs
+
+
+def _count_law(qrels: dict, scores: dict, k: int) -> dict[int, Fraction]:
+    """{relevant documents in the top k: probability} over uniformly random orders of the ties,
+    with exact fractions: the groups wholly inside the top k count, the crossing group is hypergeometric."""
+    levels = sorted(set(scores.values()), reverse=True)
+    above, fixed = 0, 0
+    for level in levels:
+        group = [d for d in scores if scores[d] == level]
+        relevant = sum(qrels.get(d, 0) >= 1 for d in group)
+        if above + len(group) <= k:
+            fixed, above = fixed + relevant, above + len(group)
+            continue
+        drawn = k - above
+        if drawn <= 0:
+            break
+        total = math.comb(len(group), drawn)
+        return {fixed + x: Fraction(math.comb(relevant, x) * math.comb(len(group) - relevant, drawn - x), total)
+                for x in range(0, min(relevant, drawn) + 1)
+                if math.comb(relevant, x) * math.comb(len(group) - relevant, drawn - x)}
+    return {fixed: Fraction(1)}
+
+
+def _exact_flip(qrels: dict, runs: dict, k: int, indicator: bool) -> float:
+    """P(sign of the summed count difference != sign of its mean) from exact per-query laws,
+    convolved as dicts of Fractions."""
+    total = {0: Fraction(1)}
+    for q in qrels:
+        law_a, law_b = (_count_law(qrels[q], runs[name][q], k) for name in ("A", "B"))
+        if indicator:
+            law_a, law_b = _positive(law_a), _positive(law_b)
+        difference: dict[int, Fraction] = {}
+        for a, pa in law_a.items():
+            for b, pb in law_b.items():
+                difference[a - b] = difference.get(a - b, Fraction(0)) + pa * pb
+        step: dict[int, Fraction] = {}
+        for s, p in total.items():
+            for d, pd in difference.items():
+                step[s + d] = step.get(s + d, Fraction(0)) + p * pd
+        total = step
+    mean = sum(s * p for s, p in total.items())
+    truth = (mean > 0) - (mean < 0)
+    return float(sum(p for s, p in total.items() if (s > 0) - (s < 0) != truth))
+
+
+def _positive(law: dict[int, Fraction]) -> dict[int, Fraction]:
+    out: dict[int, Fraction] = {}
+    for count, p in law.items():
+        out[int(count > 0)] = out.get(int(count > 0), Fraction(0)) + p
+    return out
+
+
+def test_counting_metrics_are_exact_on_tie_groups_past_enumeration():
+    """Groups of 10-30 tied documents around the cutoff (10^7 orders and more per query): p_flip of P@10,
+    hits@10 and Success@5 equals an independent exact computation with fractions."""
+    qrels, runs = _large_tie_case(7)
+    report = tieaware.compare(qrels, runs, ["P@10", "hits@10", "Success@5"], flip_samples=0).pairs
+    for metric, k, indicator in (("P@10", 10, False), ("hits@10", 10, False), ("Success@5", 5, True)):
+        row = report.loc[(metric, "A", "B")]
+        assert row["p_flip_exact"] and row["p_flip_se"] == 0.0, metric
+        truth = _exact_flip(qrels, runs, k, indicator)
+        assert 0 < truth < 1
+        assert row["p_flip"] == pytest.approx(truth, abs=1e-9), metric
+        assert row["p_flip"] <= row["p_flip_bound"] + 1e-12
+
+
+def test_count_distributions_and_their_sum():
+    fixed, size, relevant, drawn = np.array([2, 0, 1, 3]), np.array([7, 0, 5, 9]), np.array([3, 0, 5, 0]), \
+        np.array([4, 0, 2, 5])
+    lows, pmfs = count_distributions(fixed, size, relevant, drawn, indicator=False)
+    for q in range(4):
+        law = {c: float(p) for c, p in _count_law(
+            {f"d{i}": int(i < relevant[q]) for i in range(size[q])} | {f"f{i}": 1 for i in range(fixed[q])},
+            {f"f{i}": 2.0 for i in range(fixed[q])} | {f"d{i}": 1.0 for i in range(size[q])},
+            fixed[q] + drawn[q]).items()}
+        assert dict(zip(range(int(lows[q]), int(lows[q]) + pmfs[q].size), pmfs[q].tolist())) == pytest.approx(law)
+    lows, pmfs = count_distributions(np.array([0, 1]), np.array([4, 4]), np.array([2, 2]), np.array([1, 1]), True)
+    assert lows.tolist() == [0, 1] and pmfs[0].tolist() == pytest.approx([0.5, 0.5]) and pmfs[1].tolist() == [1.0]
+    rng = np.random.default_rng(3)  # long supports convolve by FFT: equal to direct convolution
+    parts = [rng.random(int(rng.integers(1, 200))) for _ in range(9)]
+    parts = [part / part.sum() for part in parts]
+    direct = parts[0]
+    for part in parts[1:]:
+        direct = np.convolve(direct, part)
+    low, summed = integer_sum_distribution(np.arange(9), parts)
+    assert low == 36 and summed == pytest.approx(direct, abs=1e-14) and summed.sum() == pytest.approx(1.0)
+
+
 def test_bounds_on_the_t_test_bracket_random_boxes_and_are_exact_without_ties():
     rng = np.random.default_rng(5)
     for _ in range(200):
@@ -247,3 +371,17 @@ def test_statistics_arguments_are_checked():
         tieaware.compare(qrels, runs, "P@2", ci=1.5)
     with pytest.raises(tieaware.errors.InputError, match="flip_samples"):
         tieaware.compare(qrels, runs, "P@2", flip_samples=-1)
+
+
+def test_compare_reads_each_run_once(monkeypatch):
+    """Its evaluation and its tie-order statistics (here the exact counts of P@2) share the lists."""
+    from tieaware.readers import pairs
+
+    qrels, runs = _random_case(2, 4)
+    reads = []
+    read = pairs.ranked_lists
+    monkeypatch.setattr(pairs, "ranked_lists", lambda *args, **kwargs: reads.append(1) or read(*args, **kwargs))
+    monkeypatch.setattr(comparison, "MAX_ENUMERATED_QUERIES", 0)
+    report = tieaware.compare(qrels, runs, ["P@2", "ndcg@3"], flip_samples=0)
+    assert report.pairs.loc[("P@2", "A", "B"), "p_flip_exact"]
+    assert len(reads) == len(runs)

@@ -29,11 +29,13 @@ from .comparison_statistics import (
     CORRECTIONS,
     EQUAL_TOLERANCE,
     adjust_p_values,
+    count_distributions,
     difference_distribution,
     difference_summary,
     enumerated_t_p_range,
     flip_bound,
     flip_probability,
+    integer_sum_distribution,
     sign,
     sum_distribution,
     t_test_p_bounds,
@@ -48,6 +50,7 @@ from .metrics import metric_keys, parse_metric, parse_metrics
 from .outputs import atomic_output
 from .registry import DEFAULT_KS
 from .report import SUMMARY_COLUMNS, EvaluationReport, MetricResult, strict_json
+from .threads import limited
 from .tie_orders import TieOrderValues
 
 if TYPE_CHECKING:
@@ -437,6 +440,7 @@ class _RunOrders:
         self._values: dict[str, TieOrderValues | None] = {}
         self._enumerated: dict[str, dict[str, dict[int, np.ndarray]] | None] = {}
         self._samples: dict[str, dict[str, tuple[np.ndarray, np.ndarray]] | None] = {}
+        self._counts: dict[tuple[str, str], tuple[np.ndarray, list[np.ndarray], float] | None] = {}
 
     def _tie_values(self, run: str) -> TieOrderValues | None:
         if run not in self._values:
@@ -462,6 +466,29 @@ class _RunOrders:
                                              for name, per_query in found.items()}
         found = self._enumerated[run]
         return None if found is None else found.get(metric)
+
+    def counts(self, run: str, metric: str, side: dict[str, np.ndarray]) -> tuple[np.ndarray, list[np.ndarray],
+                                                                              float] | None:
+        """Per query of `query_ids`, the distribution of the run's count of relevant documents in the top
+        k (`count_distributions`: lowest values, probabilities) and the metric's value of one count, for
+        the families `TieOrderValues.count_law` covers; None for the others, or where the law does not
+        give the kernels' E, min and max (`side`) to 1e-9, so that a mismatch falls back, never misleads."""
+        key = (run, metric)
+        if key not in self._counts:
+            self._counts[key] = None
+            values = self._tie_values(run)
+            law = values.count_law(metric, self._positions(values)) if values is not None else None
+            if law is not None:
+                lows, pmfs = count_distributions(law.fixed, law.size, law.relevant, law.drawn, law.indicator)
+                unit = 1.0 if law.indicator else law.unit
+                expected = np.array([unit * (low + float(np.dot(np.arange(pmf.size), pmf)))
+                                     for low, pmf in zip(lows.tolist(), pmfs)])
+                lowest = unit * lows
+                highest = unit * (lows + np.array([pmf.size - 1 for pmf in pmfs]))
+                if all(np.allclose(mine, side[name], rtol=0, atol=1e-9)
+                       for mine, name in ((expected, "expected"), (lowest, "min"), (highest, "max"))):
+                    self._counts[key] = (lows, pmfs, unit)
+        return self._counts[key]
 
     def deviations(self, run: str, metric: str, expected: np.ndarray) -> np.ndarray | None:
         """(n,) sums over the run's tied queries of (value - E) of the metric, each under one random tie
@@ -495,6 +522,43 @@ def _per_query(result: MetricResult, query_ids: list[str]) -> dict[str, np.ndarr
     return {c: frame[c].to_numpy(np.float64) for c in ("expected", "variance", "min", "max")}
 
 
+def _counted_flip(diff: float, a: dict[str, np.ndarray], b: dict[str, np.ndarray], run_a: str, run_b: str,
+                  metric: str, orders: _RunOrders) -> float | None:
+    """p_flip, exact at any size, for metrics that count relevant documents (`_RunOrders.counts`): the
+    summed difference of counts is an integer, whose distribution is the convolution of the per-query
+    ones (`integer_sum_distribution`); None for other metrics."""
+    sides: list[tuple[np.ndarray, list[np.ndarray], float] | None] = []
+    for run, side in ((run_a, a), (run_b, b)):
+        if (side["max"] > side["min"]).any():
+            counted = orders.counts(run, metric, side)
+            if counted is None:
+                return None
+            sides.append(counted)
+        else:
+            sides.append(None)
+    units = {unit for found in sides if found is not None for unit in [found[2]]}
+    if len(units) != 1:
+        return None
+    unit = units.pop()
+    lows, pmfs = [], []
+    for found, side, direction in zip(sides, (a, b), (1, -1)):
+        if found is None:  # no ties: the count of every query is its value / unit
+            counts = np.rint(side["expected"] / unit).astype(np.int64)
+            if not np.allclose(counts * unit, side["expected"], rtol=0, atol=1e-9):
+                return None
+            lows.append(direction * int(counts.sum()))
+            continue
+        found_lows, found_pmfs = found[0], found[1]
+        if direction == 1:
+            lows.append(int(found_lows.sum()))
+            pmfs += found_pmfs
+        else:  # -count: lowest value -(highest count), the probabilities reversed
+            lows.append(-int(sum(int(low) + pmf.size - 1 for low, pmf in zip(found_lows.tolist(), found_pmfs))))
+            pmfs += [pmf[::-1] for pmf in found_pmfs]
+    low, probabilities = integer_sum_distribution(np.array([sum(lows)]), pmfs)
+    return flip_probability(diff, unit * (low + np.arange(probabilities.size)), probabilities, a["expected"].size)
+
+
 def _flip(diff: float, a: dict[str, np.ndarray], b: dict[str, np.ndarray], run_a: str, run_b: str, metric: str,
           orders: _RunOrders) -> dict[str, Any]:
     """p_flip, its standard error, its certified bound and whether it is exact; the t-test's p_min, p_max
@@ -525,6 +589,10 @@ def _flip(diff: float, a: dict[str, np.ndarray], b: dict[str, np.ndarray], run_a
         out["enumerated_p"] = enumerated_t_p_range(per_query)
         if distribution is not None:
             return out
+    counted = _counted_flip(diff, a, b, run_a, run_b, metric, orders)
+    if counted is not None:
+        out.update(p_flip=counted, p_flip_se=0.0, p_flip_exact=True)
+        return out
     if orders.settings.flip_samples > 0 and bound >= FLIP_LEVEL:
         deviations = [orders.deviations(run, metric, side["expected"]) if (ranges > 0).any() else np.zeros(0)
                       for run, side, ranges in ((run_a, a, range_a), (run_b, b, range_b))]
@@ -714,12 +782,21 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
     qrels = load_qrels(qrels)
     if not named:
         raise InputError("No runs to compare.")
+    specs = {spec.name: spec for spec in parse_metrics(metric_names, relevance_level)}
+    # each run read once, its lists shared by its evaluation and its tie-order statistics (judged_only
+    # metrics need the run itself: evaluate reads it without its unjudged documents)
+    shared = not any(spec.judged_only for spec in specs.values())
+    lists: dict[str, Any] = {}
     results: dict[str, EvaluationReport] = {}
     for name in progress(list(named), unit="run", desc="evaluating", show=show_progress, delay=1.0):
+        run = named[name]
+        if shared:
+            with limited(threads):
+                run = lists[name] = TieOrderValues.read_lists(qrels, run, make_comparable, ignore_identical_ids)
         # a list of metric names gives an EvaluationReport
         results[name] = cast(EvaluationReport, evaluate(
-            qrels, named[name], metric_names, threads=threads, make_comparable=make_comparable, oblivious=oblivious,
-            relevance_level=relevance_level, ignore_identical_ids=ignore_identical_ids))
+            qrels, run, metric_names, threads=threads, make_comparable=make_comparable, oblivious=oblivious,
+            relevance_level=relevance_level, ignore_identical_ids=ignore_identical_ids and not shared))
     aligned = _aligned_expected(results, metric_names)
     comparisons: Comparisons | None = None
     n_queries = len(next(iter(aligned.values()))[metric_names[0]])
@@ -732,11 +809,14 @@ def compare(qrels: QrelsLike, runs: Mapping[str, RunLike] | Iterable[RunLike], m
         comparisons = compute_statistical_significance(
             list(results), aligned, stat_test=stat_test, n_permutations=n_permutations, max_p=max_p,
             random_seed=random_seed)
-    specs = {spec.name: spec for spec in parse_metrics(metric_names, relevance_level)}
 
     def tie_values(name: str) -> TieOrderValues | None:
         wanted = [specs[m] for m in metric_names if not specs[m].judged_only]
-        return TieOrderValues(qrels, named[name], wanted, make_comparable, ignore_identical_ids) if wanted else None
+        if not wanted:
+            return None
+        read = lists[name] if name in lists else \
+            TieOrderValues.read_lists(qrels, named[name], make_comparable, ignore_identical_ids)
+        return TieOrderValues(read, wanted)
 
     settings = _PairSettings(stat_test if comparisons is not None else None, max_p, correction,
                              1 - max_p if ci is None else ci, int(flip_samples), auto_samples,

@@ -7,7 +7,8 @@ diff = mean(d_q), s^2 their sample variance; D_tau = the mean difference under o
 
 * `difference_summary`: diff, its paired t-interval, the effect size d_z, the tie fraction, tie_sd.
 * `flip_bound`, `sum_distribution`, `flip_probability`: P_tau(sign D_tau != sign diff), certified
-  (Hoeffding, Bernstein) or exact (convolution of per-query distributions).
+  (Hoeffding, Bernstein) or exact (convolution of per-query distributions); for metrics that count
+  relevant documents, `count_distributions` and `integer_sum_distribution` make it exact at any size.
 * `t_test_p_bounds`, `enumerated_t_p_range`: the paired t-test's p-value under one tie order,
   its minimum and maximum over tie orders (certified bounds, or exact by enumeration).
 * `adjust_p_values`: Bonferroni, Holm, Benjamini-Hochberg.
@@ -132,6 +133,56 @@ def sum_distribution(distributions: Sequence[tuple[np.ndarray, np.ndarray]],
         values, probabilities = _merge(values[:, None] + support[None, :],
                                        probabilities[:, None] * weights[None, :])
     return values, probabilities
+
+
+def count_distributions(fixed: np.ndarray, size: np.ndarray, relevant: np.ndarray, drawn: np.ndarray,
+                        indicator: bool) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Per query, the distribution of the count ``fixed + X``, X hypergeometric (``drawn`` of ``size``
+    documents, ``relevant`` of them relevant; `tieaware.tie_orders.CountLaw`), or with `indicator` of
+    whether that count is positive: (lowest values (Q,), per query the probabilities of the lowest
+    value, the next integer, ...)."""
+    from scipy.stats import hypergeom
+
+    fixed, size, relevant, drawn = (np.asarray(x, np.int64) for x in (fixed, size, relevant, drawn))
+    low = np.maximum(0, drawn - (size - relevant))
+    lengths = np.minimum(relevant, drawn) - low + 1
+    first = np.cumsum(lengths) - lengths
+    owner = np.repeat(np.arange(low.size), lengths)
+    x = np.arange(int(lengths.sum())) - np.repeat(first, lengths) + low[owner]
+    probabilities = np.ones(x.size)
+    random = (lengths > 1)[owner]
+    probabilities[random] = hypergeom.pmf(x[random], size[owner][random], relevant[owner][random],
+                                          drawn[owner][random])
+    pmfs = np.split(probabilities, first[1:])
+    if not indicator:
+        return fixed + low, pmfs
+    lows, indicators = np.zeros(low.size, np.int64), []
+    for q, pmf in enumerate(pmfs):
+        none = float(pmf[0]) if fixed[q] == 0 and low[q] == 0 else 0.0  # P(count = 0)
+        lows[q] = 1 if none == 0.0 else 0
+        indicators.append(np.array([1.0]) if none in (0.0, 1.0) else np.array([none, 1.0 - none]))
+    return lows, indicators
+
+
+def _convolved(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The convolution of two probability vectors: direct when one is short, else by FFT."""
+    if min(a.size, b.size) <= 64:
+        return np.convolve(a, b)
+    n = a.size + b.size - 1
+    size = 1 << (n - 1).bit_length()
+    return np.maximum(np.fft.irfft(np.fft.rfft(a, size) * np.fft.rfft(b, size), size)[:n], 0.0)
+
+
+def integer_sum_distribution(lows: np.ndarray, pmfs: Sequence[np.ndarray]) -> tuple[int, np.ndarray]:
+    """The distribution of a sum of independent integer variables, variable i taking ``lows[i] + j``
+    with probability ``pmfs[i][j]``: (its lowest value, probabilities of it and the next integers).
+    Convolved pairwise in a balanced tree, so that the long convolutions near the root go by FFT
+    (O(N log N log n) for a support of N points), exact but for float rounding."""
+    parts = [np.asarray(pmf, np.float64) for pmf in pmfs if len(pmf) > 1] or [np.ones(1)]  # others: points
+    while len(parts) > 1:
+        parts = [_convolved(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
+                 for i in range(0, len(parts), 2)]
+    return int(np.sum(lows)), parts[0]
 
 
 def flip_probability(diff: float, values: np.ndarray, probabilities: np.ndarray, n_queries: int) -> float:

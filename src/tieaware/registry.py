@@ -122,6 +122,9 @@ class Family:
             ("torch_argsort") for the others.
         aggregate: how per-query values combine: "mean", or "sum" (trec_eval's counts).
         trec_depth: trec_eval's ``-M N`` counts it over the top N documents (``num_ret.N``).
+        counts: the metric as a function of C, the number of relevant documents in the top k alone:
+            "count" (C), "per_k" (C / k), "positive" (C > 0); None for the others. Tie order moves C
+            hypergeometrically (`tieaware.tie_orders.CountLaw`), which makes p_flip exact at any size.
     """
 
     name: str
@@ -136,6 +139,7 @@ class Family:
     torchmetrics_op: str = "torch_argsort"
     aggregate: str = "mean"
     trec_depth: bool = False
+    counts: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", tuple(dataclasses.replace(n, family=self.name) for n in self.names))
@@ -174,17 +178,18 @@ _NUMQ, _NUMREL = "queries evaluated (a sum over queries)", "relevant documents i
 
 #: every family, in the order of the docs' metric table and ``--list-metrics``
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("hits", "hits.hits", "hits@2", (_ranx("hits", description="relevant documents in the top k"),)),
+    Family("hits", "hits.hits", "hits@2", (_ranx("hits", description="relevant documents in the top k"),),
+           counts="count"),
     Family("success", "success.success", "hit_rate@2", (
         _ranx("hit_rate", description=_SUCCESS),
         _trec("success", cutoff="required", description=_SUCCESS),
         _irm("Success", cutoff="required", params=(REL, JUDGED_ONLY), description=_SUCCESS),
-    ), trec_cut="success", trec_cutoffs=(1, 5, 10)),
+    ), trec_cut="success", trec_cutoffs=(1, 5, 10), counts="positive"),
     Family("precision", "hits.precision", "precision@2", (
         _ranx("precision", description=_TOP),
         _trec("P", cutoff="required", description=_TOP),
         _irm("P", cutoff="required", params=(REL, JUDGED_ONLY), aliases=("Precision",), description=_TOP),
-    ), trec_cut="P", trec_cutoffs=_TREC_CUTOFFS, torchmetrics_op="torch_topk"),
+    ), trec_cut="P", trec_cutoffs=_TREC_CUTOFFS, torchmetrics_op="torch_topk", counts="per_k"),
     Family("recall", "hits.recall", "recall@2", (
         _ranx("recall", description=_RECALL),
         _trec("recall", cutoff="required", description=_RECALL),

@@ -8,12 +8,14 @@ placements of the judged members among the group's slots (s! / (s - m)! for s do
 all equally likely under a uniformly random order.
 
 Used by `tieaware.comparison` for the exact distribution of a comparison over tie orders (small
-cases, `TieOrderValues.enumerate`) and for Monte Carlo with exact samplers (`TieOrderValues.sample`).
+cases, `TieOrderValues.enumerate`; any size for the counting families, `TieOrderValues.count_law`)
+and for Monte Carlo with exact samplers (`TieOrderValues.sample`).
 """
 from __future__ import annotations
 
 import itertools
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,6 +24,7 @@ from .inputs import without_identical_ids
 from .kernels.families import Judged
 from .kernels.groups import group_slots
 from .metrics import MetricSpec
+from .registry import family
 
 #: Orders of one query enumerated at most (the kernels then run that many times over the run).
 ORDERS_PER_QUERY = 720
@@ -29,6 +32,21 @@ ORDERS_PER_QUERY = 720
 
 #: Judged documents (times copies) evaluated in one kernel call at most when sampling.
 BATCH_MEMBERS = 2_000_000
+
+class CountLaw(NamedTuple):
+    """Per query, the number of relevant documents in the top k under a uniformly random tie order:
+    ``fixed`` of them in the groups wholly inside the top k, plus X, hypergeometric, from the one group
+    the cutoff crosses: ``drawn`` of its ``size`` documents fall inside, ``relevant`` of them are
+    relevant (all 0 where no group crosses the cutoff). P(X = x) = C(r, x) C(s - r, n - x) / C(s, n).
+    The metric is that count times ``unit`` (1/k for precision, 1 for hits), or with ``indicator``
+    whether it is positive (success)."""
+
+    fixed: np.ndarray
+    size: np.ndarray
+    relevant: np.ndarray
+    drawn: np.ndarray
+    unit: float
+    indicator: bool
 
 
 def _concatenated_ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -93,15 +111,51 @@ class _Stacked:
 class TieOrderValues:
     """Per-query values of metrics under tie orders of one run (query order: `query_ids`)."""
 
-    def __init__(self, qrels, run, specs: list[MetricSpec], make_comparable: bool,
-                 ignore_identical_ids: bool = False) -> None:
+    def __init__(self, lists, specs: list[MetricSpec]) -> None:
+        self.specs = [spec for spec in specs if not spec.judged_only]
+        self.lists = lists
+        self.query_ids = list(self.lists.query_ids)
+
+    @staticmethod
+    def read_lists(qrels, run, make_comparable: bool, ignore_identical_ids: bool = False):
+        """The `RankedLists` of a qrels/run pair as `tieaware.evaluate` reads them (`evaluate` takes them
+        as its run, so that a comparison reads each run once)."""
         from .readers.pairs import ranked_lists
 
-        if ignore_identical_ids:
-            run = without_identical_ids(run)
-        self.specs = [spec for spec in specs if not spec.judged_only]
-        self.lists = ranked_lists(qrels, run, make_comparable)
-        self.query_ids = list(self.lists.query_ids)
+        return ranked_lists(qrels, without_identical_ids(run) if ignore_identical_ids else run, make_comparable)
+
+    def count_law(self, name: str, queries: np.ndarray) -> CountLaw | None:
+        """The `CountLaw` of metric `name` for the `queries` (indices into `query_ids`), or None where its
+        family is not a function of that count (`tieaware.registry.Family.counts`) or maps grades
+        (``grade_map``). Every order of a group is equally likely, so the documents of the crossing group
+        inside the cutoff are a uniformly random subset of it: the relevant ones among them are
+        hypergeometric."""
+        spec = next((spec for spec in self.specs if spec.name == name), None)
+        counts = family(spec.family).counts if spec is not None else None
+        if spec is None or counts is None or spec.grade_map is not None or \
+                counts == "per_k" and spec.k is None:  # C / k without a cutoff is C over the list's length
+            return None
+        queries = np.asarray(queries, np.int64)
+        lists = self.lists
+        first, n_groups = np.asarray(lists.mem_offsets, np.int64)[queries], np.asarray(lists.n_groups)[queries]
+        slots = _concatenated_ranges(first, first + n_groups)  # group j of query q: slot mem_offsets[q] + j
+        owner = np.repeat(np.arange(queries.size), n_groups)
+        above = np.asarray(lists.grp_above, np.int64)[slots]
+        size = np.asarray(lists.grp_size, np.int64)[slots]
+        relevant_before = np.concatenate([[0], np.cumsum(np.asarray(lists.mem_rel) >= spec.relevance_level)])
+        relevant = relevant_before[np.asarray(lists.grp_mem_end, np.int64)[slots]] - \
+            relevant_before[np.asarray(lists.grp_mem_start, np.int64)[slots]]
+        cutoff = spec.k if spec.k is not None else np.iinfo(np.int64).max // 2
+        inside = above + size <= cutoff
+        crossing = ~inside & (above < cutoff)
+        fixed, drawn_size, drawn_relevant, drawn = (np.zeros(queries.size, np.int64) for _ in range(4))
+        unit = 1 / spec.k if counts == "per_k" and spec.k else 1.0
+        law = CountLaw(fixed, drawn_size, drawn_relevant, drawn, unit=unit, indicator=counts == "positive")
+        law.fixed[:] = np.bincount(owner[inside], weights=relevant[inside], minlength=queries.size)
+        law.relevant[:] = np.bincount(owner[crossing], weights=relevant[crossing], minlength=queries.size)
+        law.size[owner[crossing]] = size[crossing]
+        law.drawn[owner[crossing]] = cutoff - above[crossing]
+        return law
 
     def sample(self, n_samples: int, rng: np.random.Generator,
                queries: np.ndarray | None = None) -> dict[str, np.ndarray]:
