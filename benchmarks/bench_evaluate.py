@@ -14,6 +14,7 @@ runs in its own subprocess on the same data:
     python benchmarks/bench_evaluate.py --sizes 1000x1000 --repeats 5
     python benchmarks/bench_evaluate.py --linear 1000 10000 50000   # tieaware from dicts: time per query
     python benchmarks/bench_evaluate.py --sizes 10000x1000 --markdown docs/benchmarks.md
+    python benchmarks/bench_evaluate.py --compare 10 --sizes 10000x1000   # compare of 10 runs vs evaluating them
 
 Prints medians and ratios measured in this same run, and the machine it ran on; `--markdown PATH`
 also writes them as a table into PATH (its section of docs/benchmarks.md).
@@ -107,6 +108,25 @@ def worker(tool: str, n_queries: int, n_docs: int, repeats: int) -> dict:
 
         def job():  # the same Run: its conversion and statistics are cached, checked against a fingerprint
             tieaware.evaluate(ranx_qrels, ranx_run, synthetic.METRICS)
+    elif tool.startswith("compare"):  # compare_N / evaluate_N: N runs, each the base run with 10% of scores moved
+        import numpy as np
+
+        import tieaware
+
+        rng = np.random.default_rng(1)
+        runs = {}
+        for r in range(int(tool.rsplit("_", 1)[1])):
+            moved = {q: rng.random(len(docs)) < 0.1 for q, docs in run.items()}
+            runs[f"run{r}"] = {q: {d: s + 0.0078125 * r * moved[q][i] for i, (d, s) in enumerate(docs.items())}
+                               for q, docs in run.items()}
+        metrics = ["ndcg@10", "map@100", "P@10"]
+        if tool.startswith("compare_evaluate"):
+            def job():
+                for one in runs.values():
+                    tieaware.evaluate(qrels, one, metrics)
+        else:
+            def job():
+                tieaware.compare(qrels, runs, metrics)
     else:
         raise SystemExit(f"unknown tool {tool}")
     first, warm = _timed(job, repeats)
@@ -158,6 +178,22 @@ def compare_tools(n_queries: int, n_docs: int, repeats: int) -> str:
             f"same data.\n\n{table}\n\n" + "".join(f"- {line}\n" for line in ratios))
 
 
+def compare_runs(n_runs: int, n_queries: int, n_docs: int, repeats: int) -> str:
+    """`tieaware.compare` of n_runs runs (ndcg@10, map@100, P@10; Student's t-test, every tie-aware pair
+    statistic) against evaluating the same runs one by one, printed; returned as markdown."""
+    compared = _run_worker(f"compare_{n_runs}", n_queries, n_docs, repeats)
+    evaluated = _run_worker(f"compare_evaluate_{n_runs}", n_queries, n_docs, repeats)
+    ratio = compared["warm_s"] / evaluated["warm_s"]
+    print(f"\n== {n_runs} runs of {n_queries:,} queries x {n_docs:,} docs, 3 metrics; median of {repeats} warm calls")
+    print(f"evaluate each run:  {evaluated['warm_s']:8.3f} s")
+    print(f"compare (all pairs): {compared['warm_s']:8.3f} s  ({ratio:.2f}x evaluating the runs)")
+    table = _report.table([f"{n_runs} runs x {n_queries:,} queries x {n_docs:,} docs", "warm s"],
+                          [["tieaware.evaluate of each run", f"{evaluated['warm_s']:.3f}"],
+                           ["tieaware.compare (every pair, every statistic)", f"{compared['warm_s']:.3f}"]])
+    return (f"ndcg@10, map@100, P@10; median of {repeats} warm calls.\n\n{table}\n\n"
+            f"- compare takes {ratio:.2f}x the time of evaluating its runs\n")
+
+
 def linear(sizes: list[int], n_docs: int, repeats: int) -> str:
     """Time per query of tieaware from dicts at each size, printed; returned as markdown."""
     print(f"\n== tieaware.evaluate from dicts, x {n_docs:,} docs: time per query (median of {repeats})")
@@ -180,6 +216,8 @@ def main():
     parser.add_argument("--linear", nargs="+", type=int, metavar="QUERIES",
                         help="only the growth check: tieaware from dicts at these query counts x --docs")
     parser.add_argument("--docs", type=int, default=1000)
+    parser.add_argument("--compare", type=int, metavar="RUNS",
+                        help="only tieaware.compare of RUNS runs against evaluating them, at each --sizes")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--markdown", metavar="PATH", help="also write the tables into PATH's section")
     parser.add_argument("--worker", nargs=4, metavar=("TOOL", "Q", "N", "REPEATS"), help=argparse.SUPPRESS)
@@ -189,7 +227,10 @@ def main():
         print(json.dumps(worker(tool, int(q), int(n), int(reps))))
         return
     print(f"machine: {_report.machine()}")
-    if args.linear:
+    if args.compare:
+        name, title = "bench_evaluate-compare", "Comparing runs (bench_evaluate.py --compare)"
+        body = "\n".join(compare_runs(args.compare, *map(int, size.split("x")), args.repeats) for size in args.sizes)
+    elif args.linear:
         name, title = "bench_evaluate-linear", "Linear growth (bench_evaluate.py --linear)"
         body = linear(args.linear, args.docs, args.repeats)
     else:
