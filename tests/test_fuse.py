@@ -14,6 +14,10 @@ from ranx.fusion import bayesfuse_train, mapfuse_train, posfuse_train, probfuse_
 from tieaware.errors import InputError
 from tieaware.fusion import METHODS, RANK_METHODS, VOTE_METHODS, fuse, mean_ranks
 
+# one xdist worker runs every test that calls ranx's fusion (pyproject.toml: --dist loadgroup), so that
+# ranx's numba kernels, compiled per process (tests/conftest.py), compile once, not in both workers
+pytestmark = pytest.mark.xdist_group("ranx_fusion")
+
 QUERIES, POOL = 3, 14
 
 

@@ -12,6 +12,10 @@ from tieaware.datasets import cranfield
 from tieaware.errors import InputError
 from tieaware.fusion import OBJECTIVES, fuse, optimize_fusion
 
+# one xdist worker runs every test that calls ranx's fusion (pyproject.toml: --dist loadgroup), so that
+# ranx's numba kernels, compiled per process (tests/conftest.py), compile once, not in both workers
+pytestmark = pytest.mark.xdist_group("ranx_fusion")
+
 FILES = cranfield()
 QRELS = ranx.Qrels(tieaware.read_trec_qrels(FILES.qrels))
 RUNS = [ranx.Run(tieaware.read_trec_run(FILES.runs[tag]), name=tag) for tag in ("fp32", "bf16")]
