@@ -536,7 +536,7 @@ def _counted_flip(diff: float, a: dict[str, np.ndarray], b: dict[str, np.ndarray
             sides.append(counted)
         else:
             sides.append(None)
-    units = {unit for found in sides if found is not None for unit in [found[2]]}
+    units = {found[2] for found in sides if found is not None}
     if len(units) != 1:
         return None
     unit = units.pop()
@@ -555,7 +555,7 @@ def _counted_flip(diff: float, a: dict[str, np.ndarray], b: dict[str, np.ndarray
         else:  # -count: lowest value -(highest count), the probabilities reversed
             lows.append(-int(sum(int(low) + pmf.size - 1 for low, pmf in zip(found_lows.tolist(), found_pmfs))))
             pmfs += [pmf[::-1] for pmf in found_pmfs]
-    low, probabilities = integer_sum_distribution(np.array([sum(lows)]), pmfs)
+    low, probabilities = integer_sum_distribution(np.array(lows), pmfs)
     return flip_probability(diff, unit * (low + np.arange(probabilities.size)), probabilities, a["expected"].size)
 
 

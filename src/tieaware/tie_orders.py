@@ -147,15 +147,15 @@ class TieOrderValues:
             relevant_before[np.asarray(lists.grp_mem_start, np.int64)[slots]]
         cutoff = spec.k if spec.k is not None else np.iinfo(np.int64).max // 2
         inside = above + size <= cutoff
-        crossing = ~inside & (above < cutoff)
-        fixed, drawn_size, drawn_relevant, drawn = (np.zeros(queries.size, np.int64) for _ in range(4))
-        unit = 1 / spec.k if counts == "per_k" and spec.k else 1.0
-        law = CountLaw(fixed, drawn_size, drawn_relevant, drawn, unit=unit, indicator=counts == "positive")
-        law.fixed[:] = np.bincount(owner[inside], weights=relevant[inside], minlength=queries.size)
-        law.relevant[:] = np.bincount(owner[crossing], weights=relevant[crossing], minlength=queries.size)
-        law.size[owner[crossing]] = size[crossing]
-        law.drawn[owner[crossing]] = cutoff - above[crossing]
-        return law
+        crossing = ~inside & (above < cutoff)  # at most one group a query: its sum is that group's value
+
+        def per_query(where: np.ndarray, values: np.ndarray) -> np.ndarray:
+            """Per query, the sum of `values` over its groups selected by `where`."""
+            return np.bincount(owner[where], weights=values[where], minlength=queries.size).astype(np.int64)
+
+        return CountLaw(per_query(inside, relevant), per_query(crossing, size), per_query(crossing, relevant),
+                        per_query(crossing, cutoff - above), unit=1 / spec.k if counts == "per_k" and spec.k else 1.0,
+                        indicator=counts == "positive")
 
     def sample(self, n_samples: int, rng: np.random.Generator,
                queries: np.ndarray | None = None) -> dict[str, np.ndarray]:
