@@ -486,8 +486,8 @@ def main(argv=None) -> None:
             table.append(["`tieaware warmup` (whole process)", f"{_median(w[0] for w in warmups):.2f}",
                           f"{_median(w[1] for w in warmups):.2f}", "",
                           "compiles the kernels numba's JIT serves" + (
-                              " (with the compiled kernels: the ranx readers for the id lengths given, none here)"
-                              if probe["compiled"] else "") + f"; empty cache: {warmups[-1][2]}"])
+                              " (with the compiled kernels: none)" if probe["compiled"] else "")
+                          + f"; empty cache: {warmups[-1][2]}"])
         installed = (f"`pip install .` into a fresh venv (pip's cache as it was): {install['pip_s']:.0f} s; "
                      "every process below runs that venv's python from a folder outside the checkout. "
                      if install else "The interpreter that ran the script, from a folder outside the checkout. ")

@@ -1,16 +1,16 @@
 """`warmup`: compile once into numba's on-disk cache every kernel that numba's JIT serves (module
 `warming`, so that it does not shadow the function `tieaware.warmup`).
 
-The kernels of the everyday paths ship compiled with the package (`tieaware.kernels.backend`);
-the others (the copy of a ranx ``Run``'s or ``Qrels``' typed dict, `tieaware.readers.typed_dicts`, and
-every kernel where the package was installed without its compiled module or with
-``TIEAWARE_JIT=1``) compile on their first use and are cached on disk for later processes.
-A CI image or a container can pay that once at build time with ``tieaware warmup`` (or
-``python -c "import tieaware; tieaware.warmup()"``), run as the user and with the
-``NUMBA_CACHE_DIR`` the tests will have.
+The kernels of the everyday paths, ranx objects' reader included, ship compiled with the package
+(`tieaware.kernels.backend`); every kernel compiles on its first use, and is cached on disk for
+later processes, where the package was installed without its compiled module or with
+``TIEAWARE_JIT=1``. A CI image or a container can pay that once at build time with
+``tieaware warmup`` (or ``python -c "import tieaware; tieaware.warmup()"``), run as the user and
+with the ``NUMBA_CACHE_DIR`` the tests will have.
 
-numba specialises that copy on the length of the longest document id of each ``Run`` and ``Qrels``
-(ranx stores the ids as numpy ``<U{length}`` strings): the warmup compiles it for the lengths it is
+Only where numba lays out its typed dicts otherwise than tieaware reads them (a warning says so,
+`tieaware.readers.typed_dicts`) are ranx objects read by a kernel numba specialises on the length of
+the longest document id of each ``Run`` and ``Qrels``: the warmup compiles it for the lengths it is
 given (``ranx_id_lengths``; none by default).
 """
 from __future__ import annotations
@@ -96,18 +96,20 @@ def _read_ranx_objects(lengths: list[int]) -> None:
 def warmup(verbose: bool = True, file: TextIO | None = None, ranx_id_lengths: Iterable[int] = ()) -> dict[str, Any]:
     """Compile, or load from numba's cache, every kernel that `evaluate`, `census` and ``tieaware eval``
     run through numba's JIT (`tieaware.kernels.backend`): where the package has its compiled kernels,
-    the ranx readers only.
+    none.
 
     Evaluates one metric of every family (`tieaware.registry.Family.warmup`) on a tiny synthetic
     qrels/run with each oblivious order (trec_eval, ranx, input, ir_measures), a tie census, a
-    TREC run file read (as ``tieaware eval``) and, for each of ``ranx_id_lengths``, ranx
-    ``Qrels``/``Run`` objects whose longest document id has that length; prints each step and its time.
+    TREC run file read (as ``tieaware eval``) and, where the JIT serves or for each of
+    ``ranx_id_lengths``, ranx ``Qrels``/``Run`` objects whose longest document id has that length;
+    prints each step and its time.
 
     Args:
         verbose: print the steps, default True.
         file: where to print them, default ``sys.stdout``.
         ranx_id_lengths: lengths of the longest document id of the ranx ``Run``/``Qrels`` objects
-            to be evaluated later (numba compiles their readers per length), default none.
+            to be evaluated later, default none: their reader is compiled per length only where
+            numba's typed-dict layout is not the one tieaware reads.
 
     Returns:
         ``{"steps": {step: seconds}, "seconds": total, "compiled": n, "loaded": n,
@@ -166,9 +168,9 @@ def warmup(verbose: bool = True, file: TextIO | None = None, ranx_id_lengths: It
     step("ir_measures' tie orders", lambda: evaluate(_QRELS, _RUN, ["RR@2", "nDCG@3"], oblivious="ir_measures"))
     step("tie census", lambda: modules["tie_census"].census(_RUN, ks=(1, 2, 10)))
     step("TREC file reader", _read_a_trec_file)
-    if lengths:
-        step(f"ranx Qrels and Run readers, ids of {', '.join(map(str, lengths))} characters",
-             functools.partial(_read_ranx_objects, lengths))
+    if lengths or COMPILED_NOTE:
+        step("ranx Qrels and Run readers" + (f", ids of {', '.join(map(str, lengths))} characters" if lengths else ""),
+             functools.partial(_read_ranx_objects, lengths or [2]))
     after = _cache_counts(found)
     jitted = [k.dispatcher for k in found if k.dispatcher is not None]
     summary: dict[str, Any] = {"steps": steps, "seconds": time.perf_counter() - start, "compiled": after[0] - before[0],

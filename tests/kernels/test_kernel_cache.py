@@ -132,58 +132,40 @@ def test_kernel_decorator_compiles_caches_and_loads(tmp_path):
     assert (first_hits, second_hits) == (0, 3)
 
 
-# Each process evaluates ranx objects whose doc ids have their own width, so the typed-dict readers
-# compile one signature each into the same empty cache at the same moment; then one more process
-# loads them all and must give, query by query, the numbers of the dict reader.
-# ranx's own kernels (its Run/Qrels constructors also compile one signature per id width) keep
-# numba's plain cache, which has that race: they get a cache of their own in each process.
+# Each process compiles a kernel for arrays of its own string width into the same empty cache at the
+# same moment (one signature each, whose machine code returns its width: another signature's code
+# gives another number); then one more process loads them all.
+_TOY = """
+from tieaware.kernels import kernel
+
+@kernel
+def width(a):
+    return len(a[0]) * 1000 + a.itemsize
+"""
 _CHILD = textwrap.dedent("""
     import json, sys, time
-    import numba
-    shared = numba.config.CACHE_DIR
-    numba.config.CACHE_DIR = sys.argv[3]  # ranx's own kernels: compiled once, by the first process
-    import ranx
-    numba.config.CACHE_DIR = shared
-    import numpy as np, tieaware
-
-    def data(width, n_queries=30, n_docs=60):
-        rng = np.random.default_rng(width)
-        pad = "x" * (width - 3)
-        run = {f"q{q}": {f"{pad}{i:03d}": float(np.round(rng.normal(), 1)) for i in range(n_docs)}
-               for q in range(n_queries)}
-        qrels = {q: {d: int(rng.integers(0, 3)) for d in docs if rng.random() < 0.3} | {"never": 1}
-                 for q, docs in run.items()}
-        return qrels, run
-
-    METRICS = ["ndcg@10", "map@100", "mrr@10"]
+    import numpy as np, toy_kernels as t
     widths, start = json.loads(sys.argv[1]), float(sys.argv[2])
     while time.time() < start:
         pass
-    out = {}
-    for width in widths:
-        qrels, run = data(width)
-        # one tie order for both: by default ranx objects get ranx's, dicts trec_eval's
-        got = tieaware.evaluate(ranx.Qrels(qrels), ranx.Run(run), METRICS, oblivious="trec_eval")
-        want = tieaware.evaluate(qrels, run, METRICS, oblivious="trec_eval")
-        out[width] = max(float(np.max(np.abs((got[m].per_query - want[m].per_query).to_numpy())))
-                         for m in METRICS)
-    from tieaware.warming import kernels
-    print(json.dumps([out, sum(sum(k.dispatcher.stats.cache_misses.values()) for k in kernels() if k.dispatcher)]))
+    out = {w: int(t.width(np.array(["x" * w], dtype=f"<U{w}"))) for w in widths}
+    print(json.dumps([out, sum(t.width.dispatcher.stats.cache_misses.values())]))
 """)
 
 
 @pytest.mark.slow
-def test_concurrent_cold_compiles_then_loads_give_the_dict_readers_numbers(tmp_path):
-    """Four processes start compiling the ranx reader for four doc-id widths into one empty cache at
-    the same moment; each gets the dict readers' numbers, and a fifth loads all four from the cache.
-    (ranx's own kernels are compiled first into a cache of their own, by a process whose tieaware
-    cache is another: the children then compile only tieaware's.)"""
-    widths = [5, 6, 7, 8]
-    ranx_cache = str(tmp_path / "ranx")
+def test_concurrent_cold_compiles_then_loads_give_each_signature_its_code(tmp_path):
+    """Eight processes compile one kernel for eight argument types into one empty cache at the same
+    moment (numba's own cache can then point one signature at another's code); each gets its own
+    numbers, and a ninth loads all eight from the cache and gets them too."""
+    (tmp_path / "toy_kernels.py").write_text(_TOY)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    widths = list(range(1, 9))
+    expected = {str(w): w * 1000 + 4 * w for w in widths}
 
-    def child(widths, start, cache):
-        return subprocess.Popen([sys.executable, "-c", _CHILD, json.dumps(widths), str(start), ranx_cache],
-                                env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / cache)},
+    def child(widths, start):
+        return subprocess.Popen([sys.executable, "-c", _CHILD, json.dumps(widths), str(start)], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def result(process):
@@ -191,10 +173,9 @@ def test_concurrent_cold_compiles_then_loads_give_the_dict_readers_numbers(tmp_p
         assert process.returncode == 0, err[-3000:]
         return json.loads(out.splitlines()[-1])
 
-    result(child(widths, 0, "first"))
-    start = time.time() + 8  # every child has imported tieaware and ranx by then
-    for differences, _ in map(result, [child([w], start, "cache") for w in widths]):
-        assert max(differences.values()) == 0.0
-    differences, compiled = result(child(widths, 0, "cache"))
-    assert differences == {str(w): 0.0 for w in widths}
-    assert compiled == 0, "the last process compiled a reader the others had cached"
+    start = time.time() + 4  # every child has imported numba and tieaware by then
+    for w, (out, _) in zip(widths, map(result, [child([w], start) for w in widths])):
+        assert out == {str(w): expected[str(w)]}
+    out, compiled = result(child(widths, 0))
+    assert out == expected
+    assert compiled == 0, "the last process compiled a signature the others had cached"

@@ -401,21 +401,17 @@ def test_evaluating_ranx_objects_compiles_no_typed_container_method():
 
 
 @pytest.mark.slow
-def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers(tmp_path):
-    """numba specialises on a Run's (and a Qrels') doc-id width: only `typed_dicts`'s copy compiles
-    again, never the group or metric kernels (they take plain arrays). In a new process with an empty
-    cache, so that the first width compiles every kernel there: a reader loaded from the disk cache
-    brings the group stages it inlines without compiling them, and the next width would then compile
-    them for the first time in the process, not again."""
+def test_a_new_doc_id_width_compiles_nothing(tmp_path):
+    """numba would specialise a kernel taking a typed dict on a Run's (and a Qrels') doc-id width; the
+    reader of ranx objects (`kernels.numba_dicts.read_dict`) takes the dict's address instead, so under
+    the JIT, in a new process with an empty cache, Runs and Qrels of new widths compile no kernel
+    again once the first pair compiled them."""
     code = """if True:
         import ranx, tieaware
-        from numba import typeof
-        from tieaware.readers import typed_dicts
         from tieaware.warming import kernels as found
 
-        def signatures():  # of every jitted kernel but the typed-dict readers'
-            return {kernel: len(kernel.dispatcher.signatures) if kernel.dispatcher else 0 for kernel in found()
-                    if kernel.py_func.__module__ != typed_dicts.__name__}
+        def signatures():
+            return {kernel: len(kernel.dispatcher.signatures) if kernel.dispatcher else 0 for kernel in found()}
 
         qrels = ranx.Qrels({"q1": {"d1": 1, "d3": 0}})
         tieaware.evaluate(qrels, ranx.Run({"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.25}}), "ndcg@2")
@@ -423,13 +419,12 @@ def test_a_new_doc_id_width_compiles_only_the_typed_dict_readers(tmp_path):
         wide = ranx.Run({"q1": {"d1": 0.5, "d" + "x" * 40 + "y": 0.5, "d3": 0.25}})
         tieaware.evaluate(qrels, wide, "ndcg@2")
         tieaware.evaluate(ranx.Qrels({"q1": {"d1": 1, "d" + "z" * 30: 0}}), wide, "ndcg@2")
-        copied = [signature[0] for signature in typed_dicts._items.dispatcher.signatures]
-        assert len(copied) == 4 and typeof(wide.run) in copied
         after = signatures()
         assert after == kernels, {kernel.py_func.__qualname__: n for kernel, n in after.items() if n != kernels[kernel]}
+        assert sum(kernels.values()) > 0
     """
     subprocess.run([sys.executable, "-c", code], check=True, timeout=600,
-                   env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
+                   env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "TIEAWARE_JIT": "1"})
 
 
 def test_scores_are_placed_exactly_among_infinite_or_crowded_judged_scores():

@@ -5,7 +5,7 @@ and ranx Runs into tie groups, tie orders, every metric family, the tie census),
 called with, in `backend.type_key`'s notation. ``setup.py`` builds them into one extension module,
 ``tieaware.kernels._compiled`` (`extension`): the same Python functions numba's JIT compiles,
 typed here instead of at the first call, compiled for a generic x86-64 (or the build machine's
-architecture) with the GIL released, and needing numpy only when imported. `backend` calls that
+architecture) with the GIL released (but for `HOLDING_GIL`), and needing numpy only when imported. `backend` calls that
 code for these types and the JIT for any other. A kernel whose types are missing here still runs,
 through the JIT; ``tests/test_compiled_kernels.py`` names any that the everyday paths reach.
 
@@ -43,7 +43,12 @@ SIGNATURES: dict[str, list[tuple[str, ...]]] = {
     "families.dcg.weighted_moments": [(*_GROUPS, _F64, _I64, _F64, _F64, _F64, _MOMENTS)],
     "families.err.err_moments": [(*_GROUPS, _F64, _I64, "float64", _F64, _MOMENTS)],
     "families.bpref.bpref_moments": [(*_GROUPS, _F64, "float64", _I64, _I64, _MOMENTS, _MOMENTS)],
+    "numba_dicts.read_dict": [("int64", "int64", "bool", "uint64", "bool")],
 }
+
+#: the kernels of `SIGNATURES` whose compiled code keeps the GIL (every other releases it while it runs):
+#: those reading Python-owned memory that another thread could change meanwhile
+HOLDING_GIL = frozenset({"numba_dicts.read_dict"})
 
 #: the extension module's name, in `tieaware.kernels`
 MODULE = "_compiled"
@@ -70,16 +75,20 @@ def _digest_marker():
 
 def module_compiler(output_dir: str | None = None):
     """numba's ``pycc.CC`` holding every kernel of `SIGNATURES` and a ``digest_<sources_digest>``
-    function by which `backend` knows the sources the code was built from."""
+    function by which `backend` knows the sources the code was built from. Its ``holding_gil`` names
+    the Python functions of `HOLDING_GIL` for `numba_compat.pycc_objects`."""
     from . import jit  # noqa: F401  # numba's extensions the kernels call
     from .numba_compat import pycc, signature
 
     compiler = pycc().CC(MODULE, source_module=__name__)  # so named tieaware.kernels._compiled, generic CPU
     if output_dir is not None:
         compiler.output_dir = output_dir
+    compiler.holding_gil = set()
     for qualified, signatures in SIGNATURES.items():
         module_name, name = qualified.rsplit(".", 1)
         kernel = getattr(import_module(f"{__package__}.{module_name}"), name)
+        if qualified in HOLDING_GIL:
+            compiler.holding_gil.add(kernel.py_func)
         for arguments in signatures:
             types = [numba_type(argument, kernel.py_func.__globals__) for argument in arguments]
             compiler.export(export_name(kernel.qualified, arguments), signature(None, *types))(kernel.py_func)

@@ -60,3 +60,15 @@ def _code_at_impl(text, index):
     if isinstance(text, types.UnicodeType):
         return lambda text, index: get_code_point(text, index)
     return None
+
+
+@intrinsic
+def loaded(typingctx, address, like):
+    """The value of ``like``'s type stored at memory ``address`` (an int64): a plain load, so only for
+    addresses of live memory whose layout is known (`numba_dicts`)."""
+    value_type = types.unliteral(like)
+
+    def codegen(context, builder, signature, args):
+        pointer = builder.inttoptr(args[0], context.get_value_type(value_type).as_pointer())
+        return builder.load(pointer, align=1)
+    return value_type(types.int64, like), codegen

@@ -15,7 +15,7 @@ pyproject.toml's dependencies). What they are for:
   (`binary64.nearest_double`);
 * `pycc`: numba's ahead-of-time compiler (``numba.pycc``, pending deprecation since numba 0.57), and
   `pycc_objects`: object files of a ``CC``'s module (its ``distutils_extension`` links them), with
-  the GIL released around every exported function, as ``nogil=True`` does for the JIT; `signature`,
+  the GIL released around every exported function but those named, as ``nogil=True`` does for the JIT; `signature`,
   a function type whose return type numba infers (None);
 * `typing_of`: numba's type of an intrinsic or overloaded function, which ``numba.typeof`` does not
   give (`backend.JitOnly` stands for such functions in the kernels' modules);
@@ -76,20 +76,22 @@ def pycc() -> Any:
 
 def pycc_objects(compiler: Any, build_dir: str) -> list[str]:
     """Compile a ``numba.pycc.CC``'s exports into object files in ``build_dir``; each exported function
-    releases the GIL while it runs (pycc's ``Flags`` with ``release_gil``)."""
+    releases the GIL while it runs (pycc's ``Flags`` with ``release_gil``), but those whose Python
+    function is in the compiler's ``holding_gil``."""
     pycc_compiler = pycc().compiler
-    original = pycc_compiler.Flags
+    original = pycc_compiler.compile_extra
+    holding = getattr(compiler, "holding_gil", ())
 
-    class ReleasingFlags(original):  # type: ignore[misc, valid-type]
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.release_gil = True
+    def compile_extra(typing_context, target_context, function, *args, **kwargs):
+        flags = args[2].copy()  # (arguments, return type, flags, ...)
+        flags.release_gil = function not in holding
+        return original(typing_context, target_context, function, *args[:2], flags, *args[3:], **kwargs)
 
-    pycc_compiler.Flags = ReleasingFlags
+    pycc_compiler.compile_extra = compile_extra
     try:
         objects, _ = compiler._compile_object_files(build_dir)
     finally:
-        pycc_compiler.Flags = original
+        pycc_compiler.compile_extra = original
     return objects
 
 

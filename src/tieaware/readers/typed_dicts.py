@@ -1,30 +1,36 @@
-"""Reading ranx ``Run``/``Qrels`` objects: one jitted pass copies a typed dict into flat arrays.
+"""Reading ranx ``Run``/``Qrels`` objects: one kernel pass copies a typed dict into flat arrays.
 
 ranx keeps a run as ``Dict[str, Dict[UnicodeCharSeq(W), float64]]`` (W: its longest doc id) and
-qrels likewise with int64 grades. Calling into such dicts from Python costs a call into numba per
-lookup, and numba compiles every function that takes one again for each dict type (each W), so
-one small kernel touches them: `copied_items` copies a whole dict, in its order, into the
-arrays every other reader of tieaware reads (ids as Unicode code points, values as float64,
-CSR by query; code point order is the order trec_eval's ``strcmp`` gives their UTF-8 bytes).
-The same pass hashes the dict (`fingerprint`, which the cache of conversions checks; alone, without
-the copy, for a cache hit); everything after (grouping, ranx's tie order) runs on the copy, through
-the kernels compiled ahead of time.
+qrels likewise with int64 grades. `copied_items` copies a whole dict, in its order, into the arrays
+every other reader of tieaware reads (ids as Unicode code points, values as float64, CSR by query;
+code point order is the order trec_eval's ``strcmp`` gives their UTF-8 bytes). The same pass hashes
+the dict (`fingerprint`, which the cache of conversions checks; alone, without the copy, for a cache
+hit); everything after (grouping, ranx's tie order) runs on the copy.
 
-The copy is one kernel holding the GIL: a typed dict read without it could be changed meanwhile by
+The pass is `kernels.numba_dicts.read_dict`, which reads numba's C layout of the dict and so serves
+every id width with code compiled once, ahead of time. Where that layout is not the one it knows
+(another numba), or for another dict type, `_items` reads the dict through numba's own API: calling
+into such dicts from Python costs a call into numba per lookup, and numba compiles every function
+that takes one again for each dict type (each W), so it is one jitted kernel, compiled per type.
+
+Either pass is one kernel holding the GIL: a typed dict read without it could be changed meanwhile by
 Python code on another thread (``Run.add_score``), and numba's dicts free their storage when they
 grow, which aborted the process. Holding it, the kernel sees the dict as it is between two Python
 steps, so a Run changed by another thread is read either before or after the change, never half.
 """
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
+import numba
 import numpy as np
 from numba import types
 from numba.extending import overload
 
 from ..kernels import kernel
 from ..kernels.groups import SEED, code_at, id_hash, mix64
+from ..kernels.numba_dicts import fold, read_dict
 
 
 @kernel(inline="always")
@@ -40,16 +46,6 @@ def _appended(codes, used, key):
     for t in range(n):
         codes[used + t] = code_at(key, t)
     return codes
-
-
-#: the fingerprint's polynomial base (FNV's 64-bit prime)
-_BASE = np.uint64(0x100000001B3)
-
-
-@kernel(inline="always")
-def _fold(h, x):
-    """One step of a polynomial hash: h * BASE + x, modulo 2^64."""
-    return h * _BASE + x
 
 
 def id_width(td):
@@ -88,10 +84,10 @@ def _items(td, seed, copy):
     codes[id_lo:id_hi] and value, all in the dict's order (without `copy`, empty arrays). The codes get
     room for every id at its type's width (`id_width`), so the loop never grows them (`_written`).
 
-    The fingerprint is a polynomial hash (`_fold`) of, in order, every query id's `id_hash` and size,
-    and per document `mix64` of its id's hash xor its value's float64 bits (mixed, so that round
-    values trading places change it too): any change of an id, a value or the order shows, but for a
-    64-bit hash's chance; ids cannot be built to collide without the seed."""
+    The fingerprint is `read_dict`'s: a polynomial hash (`fold`) of, in order, every query id's
+    `id_hash` and size, and per document `mix64` of its id's hash xor its value's float64 bits (mixed,
+    so that round values trading places change it too): any change of an id, a value or the order
+    shows, but for a 64-bit hash's chance; ids cannot be built to collide without the seed."""
     n_queries = len(td)
     offsets = np.zeros(n_queries + 1 if copy else 1, np.int64)
     q_total = 0
@@ -117,7 +113,7 @@ def _items(td, seed, copy):
     j = 0
     q = 0
     for qid, inner in td.items():
-        h = _fold(_fold(h, id_hash(qid, 0, len(qid), seed)), np.uint64(len(inner)))
+        h = fold(fold(h, id_hash(qid, 0, len(qid), seed)), np.uint64(len(inner)))
         if copy:
             for t in range(len(qid)):
                 qcodes[qc + t] = code_at(qid, t)
@@ -126,7 +122,7 @@ def _items(td, seed, copy):
             q += 1
         for key, value in inner.items():
             bits[0] = value
-            h = _fold(h, mix64(id_hash(key, 0, len(key), seed) ^ as_int[0]))
+            h = fold(h, mix64(id_hash(key, 0, len(key), seed) ^ as_int[0]))
             if copy:
                 codes = _written(codes, c, key)
                 id_lo[j] = c
@@ -169,10 +165,49 @@ class TypedDictCopy(NamedTuple):
         return local, np.repeat(self.offsets[rows] - local[:-1], counts) + np.arange(int(local[-1]))
 
 
+def _layout(td) -> tuple[int, int, bool] | None:
+    """(address holding the dict's ``NB_Dict*``, doc id width (0: str ids), int64 values) for `read_dict`,
+    or None for a dict of another type than ranx's (`_items` reads it)."""
+    dict_type, opaque = getattr(td, "_dict_type", None), getattr(td, "_opaque", None)
+    inner = getattr(dict_type, "value_type", None)
+    if opaque is None or dict_type is None or dict_type.key_type != types.unicode_type \
+            or not isinstance(inner, types.DictType):
+        return None
+    if isinstance(inner.key_type, types.UnicodeCharSeq):
+        width = inner.key_type.count
+    elif inner.key_type == types.unicode_type:
+        width = 0
+    else:
+        return None
+    if inner.value_type not in (types.float64, types.int64):
+        return None
+    return int(opaque.data), width, inner.value_type == types.int64
+
+
+_layout_warned = False
+
+
+def _read(td, copy: bool) -> tuple:
+    """`read_dict`'s arrays (without its status) of a typed dict, else `_items`'s: for another dict type,
+    or, with a warning once a process, where numba's layout is not the one `read_dict` reads."""
+    global _layout_warned
+    layout = _layout(td)
+    if layout is not None:
+        status, *arrays = read_dict(*layout, SEED, copy)
+        if status == 0:
+            return tuple(arrays)
+        if not _layout_warned:
+            _layout_warned = True
+            warnings.warn(f"tieaware: numba {numba.__version__} lays out typed dicts otherwise than tieaware "
+                          "reads them: ranx objects are read through numba's API, compiled on first use",
+                          RuntimeWarning, stacklevel=4)
+    return _items(td, SEED, copy)
+
+
 def copied_items(td) -> TypedDictCopy:
     """A ranx Run's or Qrels' typed dict (``run.run``, ``qrels.qrels``) as a `TypedDictCopy`, read in one
-    kernel (`_items`, compiled per dict type), so at one moment."""
-    h, qcodes, qends, offsets, codes, id_lo, id_hi, values = _items(td, SEED, True)
+    kernel (`_read`), so at one moment."""
+    h, qcodes, qends, offsets, codes, id_lo, id_hi, values = _read(td, True)
     text = qcodes.tobytes().decode("utf-32-le", "surrogatepass")
     starts = np.zeros_like(qends)
     starts[1:] = qends[:-1]
@@ -183,7 +218,7 @@ def copied_items(td) -> TypedDictCopy:
 
 def fingerprint(td) -> int:
     """The fingerprint `copied_items` gives, without the copy (one pass, holding the GIL)."""
-    return int(_items(td, SEED, False)[0])
+    return int(_read(td, False)[0])
 
 
 @kernel
