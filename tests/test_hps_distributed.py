@@ -14,7 +14,9 @@ from tieaware.hps import CrossEncoder  # noqa: E402
 from tieaware.hps.distributed import rerank_on_ray  # noqa: E402
 from tieaware.inputs import read_trec_run  # noqa: E402
 
-pytestmark = [pytest.mark.hps, pytest.mark.slow]
+# one xdist worker runs every test here (pyproject.toml: --dist loadgroup), so that one local Ray instance
+# serves them all: a second one, on the other worker, would start as many actors again on the same cores
+pytestmark = [pytest.mark.hps, pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(scope="module")
