@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
+from .memory import MemoryText
 from .numba_compat import get_code_point, unicode_charseq_get_code
 
 
@@ -46,8 +48,8 @@ def double_of_bits(typingctx, bits):
 
 
 def code_at(text, index):
-    """The code point at `index` of a code point array, a unicode string or a UnicodeCharSeq (no copy):
-    in kernels only."""
+    """The code point at `index` of a code point array, a unicode string, a UnicodeCharSeq or a
+    `memory.MemoryText` (no copy): in kernels only."""
     raise TypeError("code_at runs inside numba kernels only")
 
 
@@ -59,6 +61,15 @@ def _code_at_impl(text, index):
         return lambda text, index: unicode_charseq_get_code(text, index)
     if isinstance(text, types.UnicodeType):
         return lambda text, index: get_code_point(text, index)
+    if isinstance(text, types.NamedUniTuple) and text.instance_class is MemoryText:
+        def in_memory(text, index):
+            at = text.address + text.kind * index
+            if text.kind == 4:
+                return loaded(at, np.uint32(0))
+            if text.kind == 2:
+                return np.uint32(loaded(at, np.uint16(0)))
+            return np.uint32(loaded(at, np.uint8(0)))
+        return in_memory
     return None
 
 

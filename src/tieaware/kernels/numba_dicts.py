@@ -13,14 +13,16 @@ hash -1 (``DKIX_EMPTY``) for a deleted entry. A ``unicode_type`` key is numba's 
 length ends at its last non-NUL, as numba's ``len``); a ``DictType`` value is ``{meminfo, NB_Dict*}``.
 
 `read_dict` checks every size it relies on, the string kinds, and that the live entries number
-``used``, before it writes anything: on a layout other than this one (a numba release that changes
-it) it returns status 1 and `tieaware.readers.typed_dicts` reads the dict through numba's API.
+``used``, never writing an array past the size those give: on a layout other than this one (a numba
+release that changes it) it returns status 1 and `tieaware.readers.typed_dicts` reads the dict
+through numba's API.
 """
 import numpy as np
 
 from . import kernel
 from .backend import JitOnly
-from .groups import id_hash, mix64
+from .groups import code_at, id_hash, mix64
+from .memory import MemoryText
 
 #: the value of a given type at a memory address (an LLVM load)
 loaded = JitOnly("tieaware.kernels.intrinsics", "loaded")
@@ -49,9 +51,9 @@ def _aligned(size):
 
 @kernel(inline="always")
 def _table(nb_dict, key_size, value_size):
-    """(address of entry 0, entries, entry size, live entries) of the ``NB_Dict`` at address `nb_dict`;
-    entries -1 when its key, value or entry size is not what `key_size` and `value_size` give, or
-    its live entries do not number ``used``."""
+    """(address of entry 0, entries, entry size, live entries ``used``) of the ``NB_Dict`` at address
+    `nb_dict`; entries -1 when its key, value or entry size is not what `key_size` and `value_size`
+    give, or ``used`` exceeds its entries or its entries its index size."""
     used = loaded(nb_dict, _I64)
     keys = loaded(nb_dict + 8, _I64)
     n_entries = loaded(keys + 16, _I64)
@@ -60,13 +62,16 @@ def _table(nb_dict, key_size, value_size):
             or entry_size != 8 + _aligned(key_size) + _aligned(value_size) \
             or used < 0 or n_entries < used or n_entries > loaded(keys, _I64):
         return 0, -1, 0, 0
-    first = keys + _INDICES + loaded(keys + 48, _I64)
-    live = 0
-    for i in range(n_entries):
-        live += loaded(first + i * entry_size, _I64) != _EMPTY
-    if live != used:
-        return 0, -1, 0, 0
-    return first, n_entries, entry_size, used
+    return keys + _INDICES + loaded(keys + 48, _I64), n_entries, entry_size, used
+
+
+@kernel(inline="always")
+def _key_text(key, width):
+    """The code points of the key at address `key`: a UnicodeCharSeq(`width`)'s in place, a string's
+    (`width` 0) at its data pointer, of its kind."""
+    if width > 0:
+        return MemoryText(key, np.int64(4))
+    return MemoryText(loaded(key, _I64), np.int64(loaded(key + 16, _I32)))
 
 
 @kernel(inline="always")
@@ -84,23 +89,11 @@ def _key_length(key, width):
 
 
 @kernel(inline="always")
-def _copy_key(key, width, n, codes, at):
-    """Write the `n` code points of the key at address `key` into codes[at:at + n]."""
-    if width > 0:
-        for t in range(n):
-            codes[at + t] = loaded(key + 4 * t, _U32)
-        return
-    data = loaded(key, _I64)
-    kind = loaded(key + 16, _I32)
-    if kind == 1:
-        for t in range(n):
-            codes[at + t] = loaded(data + t, _U8)
-    elif kind == 2:
-        for t in range(n):
-            codes[at + t] = loaded(data + 2 * t, _U16)
-    else:
-        for t in range(n):
-            codes[at + t] = loaded(data + 4 * t, _U32)
+def _failed():
+    """`read_dict`'s answer for memory not laid out as this module reads it."""
+    none = np.empty(0, np.int64)
+    return 1, np.uint64(0), np.empty(0, np.uint32), none, none, np.empty(0, np.uint32), none, none, \
+        np.empty(0, np.float64)
 
 
 @kernel
@@ -114,44 +107,43 @@ def read_dict(payload, width, integer_values, seed, copy):
     float64, in the dict's order; empty without `copy`) and its fingerprint: a polynomial hash
     (`fold`) of the number of queries and, in order, each query id's `id_hash` and size, and per
     document `mix64` of its id's hash xor its value's float64 bits. Status 1: the memory does not
-    have the layout this module reads; nothing was written. Run holding the GIL, so that no Python
-    thread changes the dict meanwhile."""
+    have the layout this module reads (a size, a string kind or a count of live entries is not what
+    it should be), checked before any array is written past its size; the arrays are dropped. Run
+    holding the GIL, so that no Python thread changes the dict meanwhile."""
     outer_first, outer_entries, outer_size, n_queries = _table(loaded(payload, _I64), _STRING, _DICT_VALUE)
+    if outer_entries < 0:
+        return _failed()
     key_size = 4 * width if width > 0 else _STRING
     n = 0
     q_total = 0
     c_total = 0
-    longest = 0
-    ok = outer_entries >= 0
-    for i in range(outer_entries if ok else 0):  # check everything, and count, before writing
+    live = 0
+    for i in range(outer_entries):  # the queries' headers, and str doc ids' lengths: sizes to allocate
         entry = outer_first + i * outer_size
         if loaded(entry, _I64) == _EMPTY:
             continue
+        live += 1
         length = _key_length(entry + 8, 0)
         first, entries, size, used = _table(loaded(entry + 8 + _STRING + 8, _I64), key_size, 8)
         if length < 0 or entries < 0:
-            ok = False
-            break
+            return _failed()
         q_total += length
-        longest = max(longest, length)
         n += used
-        for k in range(entries):
+        for k in range(entries if width == 0 else 0):
             inner = first + k * size
             if loaded(inner, _I64) != _EMPTY:
-                length = _key_length(inner + 8, width)
+                length = _key_length(inner + 8, 0)
                 if length < 0:
-                    ok = False
-                    break
+                    return _failed()
                 c_total += length
-                longest = max(longest, length)
-    if not ok:
-        none = np.empty(0, np.int64)
-        return 1, np.uint64(0), np.empty(0, np.uint32), none, none, np.empty(0, np.uint32), none, none, \
-            np.empty(0, np.float64)
+    if live != n_queries:
+        return _failed()
+    if width > 0:
+        c_total = width * n
     offsets = np.zeros(n_queries + 1 if copy else 1, np.int64)
-    qcodes = np.empty(q_total if copy else longest, np.uint32)  # without `copy`, room for one id
+    qcodes = np.empty(q_total if copy else 0, np.uint32)
     qends = np.empty(n_queries if copy else 0, np.int64)
-    codes = np.empty(c_total if copy else longest, np.uint32)
+    codes = np.empty(c_total if copy else 0, np.uint32)
     id_lo = np.empty(n if copy else 0, np.int64)
     id_hi = np.empty(n if copy else 0, np.int64)
     values = np.empty(n if copy else 0, np.float64)
@@ -168,29 +160,37 @@ def read_dict(payload, width, integer_values, seed, copy):
         if loaded(entry, _I64) == _EMPTY:
             continue
         length = _key_length(entry + 8, 0)
-        at = qc if copy else 0
-        _copy_key(entry + 8, 0, length, qcodes, at)
+        text = _key_text(entry + 8, 0)
         first, entries, size, used = _table(loaded(entry + 8 + _STRING + 8, _I64), key_size, 8)
-        h = fold(fold(h, id_hash(qcodes, at, at + length, seed)), np.uint64(used))
+        h = fold(fold(h, id_hash(text, 0, length, seed)), np.uint64(used))
         if copy:
+            for t in range(length):
+                qcodes[qc + t] = code_at(text, t)
             qc += length
             qends[q] = qc
             offsets[q + 1] = offsets[q] + used
             q += 1
+        seen = 0
         for k in range(entries):
             inner = first + k * size
             if loaded(inner, _I64) == _EMPTY:
                 continue
+            seen += 1
+            if seen > used:  # more live entries than the dict counts: not this layout
+                return _failed()
             length = _key_length(inner + 8, width)
-            at = c if copy else 0
-            _copy_key(inner + 8, width, length, codes, at)
+            text = _key_text(inner + 8, width)
             value = np.float64(loaded(inner + value_at, _I64)) if integer_values else loaded(inner + value_at, _F64)
             bits[0] = value
-            h = fold(h, mix64(id_hash(codes, at, at + length, seed) ^ as_int[0]))
+            h = fold(h, mix64(id_hash(text, 0, length, seed) ^ as_int[0]))
             if copy:
+                for t in range(length):
+                    codes[c + t] = code_at(text, t)
                 id_lo[j] = c
                 c += length
                 id_hi[j] = c
                 values[j] = value
                 j += 1
+        if seen != used:
+            return _failed()
     return 0, h, qcodes[:qc], qends, offsets, codes[:c], id_lo, id_hi, values
