@@ -27,7 +27,7 @@ from .memory import MemoryText
 #: the value of a given type at a memory address (an LLVM load)
 loaded = JitOnly("tieaware.kernels.intrinsics", "loaded")
 
-_I64, _I32, _U32, _U16, _U8, _F64 = np.int64(0), np.int32(0), np.uint32(0), np.uint16(0), np.uint8(0), np.float64(0)
+_I64, _I32, _U32, _F64 = np.int64(0), np.int32(0), np.uint32(0), np.float64(0)  # the types `loaded` reads
 _INDICES = 96  # NB_DictKeys: 7 fields and 5 method pointers before indices[]
 _STRING = 48  # numba's string struct
 _DICT_VALUE = 16  # a DictType value: meminfo, NB_Dict*
