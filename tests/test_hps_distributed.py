@@ -32,7 +32,7 @@ def local_ray(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def task(tmp_path_factory):
-    """A saved tiny random-weight cross-encoder and ~2,400 (query, document) pairs."""
+    """A saved tiny random-weight cross-encoder and 600 (query, document) pairs: 38 batches of 16."""
     folder = tmp_path_factory.mktemp("model")
     bert_classifier(1).save_pretrained(folder)
     TOKENIZER.save_pretrained(folder)
@@ -43,7 +43,7 @@ def task(tmp_path_factory):
 
     queries = {f"q{i}": text(rng.integers(2, 5)) for i in range(40)}
     corpus = {f"d{i}": text(rng.integers(3, 30)) for i in range(300)}
-    candidates = {q: {f"d{j}": 0.0 for j in rng.choice(300, 60, replace=False)} for q in queries}
+    candidates = {q: {f"d{j}": 0.0 for j in rng.choice(300, 15, replace=False)} for q in queries}
     return folder, queries, corpus, candidates
 
 
