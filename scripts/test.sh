@@ -22,9 +22,8 @@ python3 -m venv .venv
 # the documentation site: a broken link, a missing page or a docstring mkdocstrings cannot render fails here
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n 2 "$@"
-# the same kernels through numba's JIT (TIEAWARE_JIT=1): compiled once into numba's cache by the warmup, then
-# the tests of every formula, reader and tool order, which compare with brute force and the peer tools
-TIEAWARE_JIT=1 .venv/bin/python -m tieaware warmup > /dev/null
+# the same kernels through numba's JIT (TIEAWARE_JIT=1): the tests of every formula, reader and tool order,
+# which compare with brute force and the peer tools
 TIEAWARE_JIT=1 HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n 2 -m "not slow and not hps" tests/kernels tests/readers \
     tests/test_brute_force.py tests/test_parity.py tests/test_trec_files.py tests/test_err.py tests/test_counts.py \
     tests/test_tool_orders.py tests/test_compiled_kernels.py
