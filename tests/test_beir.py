@@ -2,14 +2,17 @@
 import copy
 import json
 
+import numpy as np
 import pytest
 import ranx
 from beir.retrieval.evaluation import EvaluateRetrieval
+from builders import unicode_keyed_run
 
 import tieaware
 from tieaware.cli import main
 from tieaware.datasets import cranfield
 from tieaware.inputs import without_identical_ids, write_trec_run
+from tieaware.readers.typed_dicts import holds_own_ids
 
 KS = [1, 3, 5, 10, 100]
 FAMILIES = {"NDCG": "ndcg_cut", "MAP": "map_cut", "Recall": "recall", "P": "P"}
@@ -78,6 +81,38 @@ def test_ranx_run_keeps_ranx_order_and_is_not_changed():
     assert filtered.name == "mine" and filtered.to_dict() == HAND_FILTERED
     untouched = ranx.Run(HAND_FILTERED)
     assert without_identical_ids(untouched) is untouched
+
+
+@pytest.mark.parametrize("build", [ranx.Run, unicode_keyed_run])
+def test_a_ranx_run_holds_own_ids_exactly_where_its_dict_does(build):
+    """`holds_own_ids`, which spares the kernel compiled per dict type, against the dict: ids of 0-3 code
+    points (non-ASCII and empty ids too; a 3-point id in each query keeps one width), the same ids for
+    queries and documents so that both answers come up."""
+    rng = np.random.default_rng(5)
+    alphabet = ["q", "é", "\U0001d11e"]
+    answers = set()
+    for _ in range(60):
+        run = {}
+        for _ in range(rng.integers(1, 4)):
+            docs = {"".join(rng.choice(alphabet, rng.integers(0, 4))): 0.5 for _ in range(rng.integers(1, 5))}
+            run["".join(rng.choice(alphabet, rng.integers(0, 3)))] = docs | {"ééé": 0.25}
+        expected = any(q in docs for q, docs in run.items())
+        assert holds_own_ids(build(run).run) == expected, run
+        answers.add(expected)
+    assert answers == {True, False}
+
+
+def test_a_ranx_run_without_own_ids_comes_back_without_the_per_type_kernel(monkeypatch):
+    from tieaware.readers import typed_dicts
+
+    def refuse(td):
+        raise AssertionError("without_own_ids compiles for each dict type: this run needs no copy")
+
+    monkeypatch.setattr(typed_dicts, "without_own_ids", refuse)
+    run = ranx.Run(HAND_FILTERED)
+    assert without_identical_ids(run) is run
+    assert tieaware.evaluate(TIED_QRELS, run, "mrr", ignore_identical_ids=True).per_query.equals(
+        tieaware.evaluate(TIED_QRELS, run, "mrr").per_query)
 
 
 def test_stream_and_compare_follow_the_option(tmp_path):

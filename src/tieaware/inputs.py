@@ -123,8 +123,10 @@ def without_identical_ids(run):
     if is_ranx_run(run):
         import ranx
 
-        from .readers.typed_dicts import without_own_ids  # numba, imported when a ranx Run is given
+        from .readers.typed_dicts import holds_own_ids, without_own_ids  # numba, imported for a ranx Run
 
+        if not holds_own_ids(run.run):
+            return run
         table, dropped = without_own_ids(run.run)
         if not dropped:
             return run

@@ -221,11 +221,27 @@ def fingerprint(td) -> int:
     return int(_read(td, False)[0])
 
 
+def holds_own_ids(td) -> bool:
+    """Whether a query of a Run's typed dict holds a document whose id is its own, what `without_own_ids`
+    drops: read from the `copied_items` arrays, so it compiles nothing for the dict's type."""
+    items = copied_items(td)
+    lengths = items.id_hi - items.id_lo
+    for k, qid in enumerate(items.query_ids):
+        lo = int(items.offsets[k])
+        same_length = lo + np.flatnonzero(lengths[lo:items.offsets[k + 1]] == len(qid))
+        if same_length.size:
+            own = np.frombuffer(qid.encode("utf-32-le", "surrogatepass"), "<u4")
+            if (items.codes[items.id_lo[same_length, None] + np.arange(len(qid))] == own).all(axis=1).any():
+                return True
+    return False
+
+
 @kernel
 def without_own_ids(td):
     """A copy of a Run's typed dict without the documents whose id is their query's (BEIR's
-    ``ignore_identical_ids``), and how many queries held one: their inner dicts are copied without it
-    (insertion order kept), the others shared. One kernel, holding the GIL (see above)."""
+    ``ignore_identical_ids``; compiled per dict type, so `holds_own_ids` asks first), and how many
+    queries held one: their inner dicts are copied without it (insertion order kept), the others
+    shared. One kernel, holding the GIL (see above)."""
     out = td.copy()
     dropped = 0
     for qid, inner in td.items():
