@@ -50,10 +50,13 @@ def task(tmp_path_factory):
 OPTIONS = dict(dtype="bf16", batch_size=16)  # the default hps, as the CLI
 
 
-def in_process(folder, queries, corpus, candidates, **kwargs):
+@pytest.fixture(scope="module")
+def in_process(task):
+    """The run in-process `rerank` gives for the task, as a dict: what every Ray run must equal."""
+    folder, queries, corpus, candidates = task
     torch.set_num_threads(1)  # as in a Ray actor with num_cpus=1
     try:
-        return CrossEncoder(folder, show_progress=False, **OPTIONS).rerank(queries, corpus, candidates, **kwargs)
+        return CrossEncoder(folder, show_progress=False, **OPTIONS).rerank(queries, corpus, candidates).to_dict()
     finally:
         torch.set_num_threads(os.cpu_count() or 1)
 
@@ -74,9 +77,9 @@ def test_bad_arguments_fail_before_ray_starts(task, call, error):
     assert ray.is_initialized() == running  # the arguments are checked before Ray is started
 
 
-def test_ray_rerank_equals_in_process_score_for_score(local_ray, task, tmp_path, capfd):
+def test_ray_rerank_equals_in_process_score_for_score(local_ray, task, in_process, tmp_path, capfd):
     folder, queries, corpus, candidates = task
-    expected = in_process(folder, queries, corpus, candidates).to_dict()
+    expected = in_process
     for actors in (1, 2):
         run = rerank_on_ray("cross-encoder", folder, queries, corpus, candidates, concurrency=actors,
                             trec_out=tmp_path / f"run{actors}.trec", parquet_out=tmp_path / f"scores{actors}",
@@ -118,15 +121,15 @@ class DiesOnce(CrossEncoder):
         os._exit(1)
 
 
-def test_a_dying_actor_loses_and_duplicates_no_pair(local_ray, task):
+def test_a_dying_actor_loses_and_duplicates_no_pair(local_ray, task, in_process):
     folder, queries, corpus, candidates = task
     run = rerank_on_ray(DiesOnce, folder, queries, corpus, candidates, concurrency=2, show_progress=False,
                         **OPTIONS)
     assert local_ray.exists(), "an actor died"
-    assert run.to_dict() == in_process(folder, queries, corpus, candidates).to_dict()
+    assert run.to_dict() == in_process
 
 
-def test_score_command_with_ray_writes_the_in_process_run(local_ray, task, tmp_path):
+def test_score_command_with_ray_writes_the_in_process_run(local_ray, task, in_process, tmp_path):
     import json
 
     from tieaware import cli
@@ -141,8 +144,7 @@ def test_score_command_with_ray_writes_the_in_process_run(local_ray, task, tmp_p
               "--corpus", str(tmp_path / "corpus.json"), "--candidates", str(tmp_path / "candidates.trec"),
               "--dtype", "bf16", "--batch-size", "16"]
     assert cli.main([*common, "--ray", "--actors", "2", "--out", str(tmp_path / "ray.trec")]) == cli.EXIT_OK
-    expected = in_process(folder, queries, corpus, candidates).to_dict()
-    assert read_trec_run(tmp_path / "ray.trec") == expected
+    assert read_trec_run(tmp_path / "ray.trec") == in_process
 
 
 def test_ray_grade_rerank_equals_in_process(local_ray, tmp_path):
