@@ -80,25 +80,26 @@ def test_readme_performance_rows_come_from_the_generated_benchmark_table():
     assert [row for row in rows if row not in generated] == []
 
 
+def _tieaware_ratios(generated: str, marker: str, lines: str) -> tuple[float, float]:
+    """(time ratio, peak RSS ratio) to trec_eval of the `tieaware eval` row that bench_trec_files wrote
+    under ``marker`` for ``lines`` (e.g. "3,000,000")."""
+    table = generated.split(f"<!-- begin {marker} -->", 1)[1].split(f"\n{lines} lines", 1)[1].split("\n\n", 2)[1]
+    row = next(line for line in table.splitlines() if line.startswith("| tieaware eval |"))
+    time_ratio, rss_ratio = (float(cell) for cell in row.strip("| ").split(" | ")[3:5])
+    return time_ratio, rss_ratio
+
+
 def test_readme_trec_eval_ratios_come_from_the_generated_benchmark_table():
     """The README's prose ratios to trec_eval are the rows bench_trec_files wrote, rounded: 10M and 3M lines
     with two-decimal scores, 3M lines with scores as repr writes them."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sentence = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     generated = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
-    section = generated.split("<!-- begin bench_trec_files -->", 1)[1]
-    table = section.split("\n10,000,000 lines", 1)[1].split("\n\n", 2)[1]
-    row = next(line for line in table.splitlines() if line.startswith("| tieaware eval |"))
-    time_ratio, rss_ratio = (float(cell) for cell in row.strip("| ").split(" | ")[3:5])
-    sentence = " ".join(readme.split())
+    time_ratio, rss_ratio = _tieaware_ratios(generated, "bench_trec_files", "10,000,000")
     assert f"{time_ratio:.2f}x trec_eval's time and {rss_ratio:.2f}x its peak memory at 10M lines" in sentence
-    table = section.split("\n3,000,000 lines", 1)[1].split("\n\n", 2)[1]
-    row = next(line for line in table.splitlines() if line.startswith("| tieaware eval |"))
-    assert f"{float(row.strip('| ').split(' | ')[3]):.2f}x with two-decimal scores" in sentence
-    repr_section = generated.split("<!-- begin bench_trec_files_repr -->", 1)[1]
-    table = repr_section.split("\n3,000,000 lines", 1)[1].split("\n\n", 2)[1]
-    row = next(line for line in table.splitlines() if line.startswith("| tieaware eval |"))
-    repr_ratio = float(row.strip("| ").split(" | ")[3])
-    assert f"{repr_ratio:.2f}x its time at 3M lines with scores as Python's `repr` writes them" in sentence
+    time_ratio, _ = _tieaware_ratios(generated, "bench_trec_files", "3,000,000")
+    assert f"{time_ratio:.2f}x with two-decimal scores" in sentence
+    time_ratio, _ = _tieaware_ratios(generated, "bench_trec_files_repr", "3,000,000")
+    assert f"{time_ratio:.2f}x its time at 3M lines with scores as Python's `repr` writes them" in sentence
 
 
 # ------------------------------------------------------------------ every public name documented
