@@ -37,6 +37,7 @@ HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -n 2 --durations=25 "$@" || suite
 checked=0
 wait "$checks" || checked=$?
 cat "$checks_log"
+rm -f "$checks_log"
 if [ "$suite" -ne 0 ] || [ "$checked" -ne 0 ]; then
     exit 1
 fi

@@ -79,19 +79,18 @@ def test_bad_arguments_fail_before_ray_starts(task, call, error):
 
 def test_ray_rerank_equals_in_process_score_for_score(local_ray, task, in_process, tmp_path, capfd):
     folder, queries, corpus, candidates = task
-    expected = in_process
     for actors in (1, 2):
         run = rerank_on_ray("cross-encoder", folder, queries, corpus, candidates, concurrency=actors,
                             trec_out=tmp_path / f"run{actors}.trec", parquet_out=tmp_path / f"scores{actors}",
                             **OPTIONS)
-        assert run.to_dict() == expected, f"{actors} actors"
-        assert read_trec_run(tmp_path / f"run{actors}.trec") == expected
+        assert run.to_dict() == in_process, f"{actors} actors"
+        assert read_trec_run(tmp_path / f"run{actors}.trec") == in_process
         import pandas as pd
 
         table = pd.read_parquet(tmp_path / f"scores{actors}")
-        assert len(table) == sum(map(len, expected.values()))
+        assert len(table) == sum(map(len, in_process.values()))
         assert {(q, d): s for q, d, s in table[["q_id", "doc_id", "score"]].itertuples(index=False)} == \
-            {(q, d): s for q, docs in expected.items() for d, s in docs.items()}
+            {(q, d): s for q, docs in in_process.items() for d, s in docs.items()}
     assert "pair" in capfd.readouterr().err  # the progress bar
 
 
