@@ -3,8 +3,9 @@ import io
 
 import numpy as np
 import pandas as pd
+from tabulate import tabulate
 
-from tieaware.display import columns_table, fixed, frame_columns, plain_table, progress, text_table
+from tieaware.display import columns_table, display_width, fixed, frame_columns, plain_table, progress, text_table
 from tieaware.report import EvaluationReport, MetricResult, per_query_frame
 
 
@@ -56,3 +57,33 @@ def test_plain_table_aligns_columns_two_spaces_apart_without_trailing_blanks():
                                  "P@5       12.2500"]
     assert plain_table(["a", "b"], []) == "a  b"  # a header wider than no cell gets no padding
     assert plain_table(["syntax", "name"], [["ranx", "None"]]) == "syntax  name\nranx    None"
+
+
+def test_plain_table_is_tabulates_plain_layout():
+    """The hand-written table equals tabulate's "plain" format, the header given as a row, on random
+    cells: empty, padded with blanks, non-ASCII, numbers kept as text, columns aligned either way."""
+    rng = np.random.default_rng(3)
+    words = ["", " ", "a", "ndcg@10", "0.5000", "-12.25", "  x ", "é€", "NaN", "1e-05", "q 1", "𝄞"]
+    for _ in range(300):
+        n_columns, n_rows = int(rng.integers(1, 5)), int(rng.integers(0, 5))
+        headers, *rows = [[str(rng.choice(words)) for _ in range(n_columns)] for _ in range(n_rows + 1)]
+        right = [bool(r) for r in rng.integers(0, 2, n_columns)]
+        theirs = tabulate([headers, *rows], tablefmt="plain", disable_numparse=True,
+                          colalign=["right" if r else "left" for r in right])
+        expected = "\n".join(line.rstrip() for line in theirs.splitlines())
+        assert plain_table(headers, rows, right=right) == expected, (headers, rows, right)
+        if not any(right):
+            assert plain_table(headers, rows) == expected
+
+
+def test_plain_table_aligns_wide_and_combining_characters_by_the_columns_they_take():
+    """A CJK character takes two terminal columns and a combining accent none, so the columns after
+    them line up on screen (tabulate does so only where wcwidth is installed)."""
+    assert [display_width(text) for text in ("q1", "查询一", "e\u0301", "ｑ", "é€")] == [2, 6, 1, 2, 2]
+    table = plain_table(["query", "map"], [["查询一", "0.7500"], ["e\u0301", "1.0000"], ["q10", "0.5000"]],
+                        right=[False, True])
+    assert table.split("\n") == ["query      map",
+                                  "查询一  0.7500",
+                                  "e\u0301       1.0000",
+                                  "q10     0.5000"]
+    assert [display_width(line) for line in table.split("\n")] == [14, 14, 14, 14]

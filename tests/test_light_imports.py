@@ -13,9 +13,10 @@ import tieaware
 from tieaware.kernels import backend
 from tieaware.report import SUMMARY_COLUMNS
 
-#: modules no light path may import: numba too where the kernels compiled ahead of time serve
+#: modules no light path may import (tabulate: it reads its package metadata on import; `display.plain_table`
+#: lays out its tables); numba too where the kernels compiled ahead of time serve
 #: (`tieaware.kernels.backend`), which also shows that no call on these paths fell back to the JIT
-FORBIDDEN = ("pandas", "pyarrow") + (() if backend.COMPILED is None else ("numba", "llvmlite"))
+FORBIDDEN = ("pandas", "pyarrow", "tabulate") + (() if backend.COMPILED is None else ("numba", "llvmlite"))
 
 CRANFIELD = Path(tieaware.__file__).resolve().parent / "datasets" / "cranfield"
 QRELS = str(CRANFIELD / "qrels.trec.gz")

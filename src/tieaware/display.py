@@ -1,7 +1,7 @@
 """What tieaware shows people: fixed-point numbers, text tables and progress bars, one helper each.
 
 Every table the library prints (reports, the CLI, the pytest plugin, the precision sweep) goes
-through `fixed` and `plain_table` (tabulate's "plain" layout), columns of values through `columns_table`
+through `fixed` and `plain_table` (the layout of tabulate's "plain" format), columns of values through `columns_table`
 and a DataFrame through `text_table`, so tiny negative noise never shows as ``-0.0000``
 (`ComparisonReport.to_table` keeps ranx's layout and rounding); every progress bar is `progress`,
 drawn on stderr only when asked and only on a terminal unless forced.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -64,15 +65,34 @@ def _cell(value: object, digits: int) -> str:
 def plain_table(headers: Sequence[str], rows: Iterable[Sequence[str]], *,
                 right: Sequence[bool] | None = None) -> str:
     """Text cells as columns two spaces apart, each left-aligned (right-aligned where ``right`` says so,
-    header included), trailing spaces dropped: tabulate's "plain" format, the cells' text as given (less
-    leading and trailing blanks)."""
-    from tabulate import tabulate
+    header included), trailing spaces dropped, the cells' text as given less leading and trailing blanks;
+    every row as long as `headers`, a cell on one line.
 
-    align = None if right is None else ["right" if r else "left" for r in right]
-    # the header goes in as a row: tabulate widens a column under a header by two spaces
-    text = tabulate([list(headers), *(list(row) for row in rows)], tablefmt="plain", disable_numparse=True,
-                    colalign=align)
-    return "\n".join(line.rstrip() for line in text.splitlines())
+    The layout of tabulate's "plain" format with the header given as a row (tests/test_display.py
+    compares the two), written out here because importing tabulate reads its package metadata, a cost
+    ``tieaware eval`` paid whenever it printed a table. Columns are as wide as their cells show on a
+    terminal (`display_width`), which tabulate measured only where wcwidth was installed."""
+    cells = [[str(cell).strip() for cell in row] for row in (headers, *rows)]
+    widths = [max(display_width(line[c]) for line in cells) for c in range(len(headers))]
+    text = "\n".join("  ".join(_padded(cell, width, right is not None and right[c])
+                               for c, (cell, width) in enumerate(zip(line, widths))).rstrip()
+                     for line in cells)
+    return "\n".join(text.splitlines())  # as tabulate's text read back: a blank last row leaves no line
+
+
+def display_width(text: str) -> int:
+    """Columns `text` takes on a terminal: 2 for each wide or full-width (East Asian) character, 0 for
+    each combining one, 1 for any other (Unicode's East Asian Width, UAX #11)."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1
+               for char in text)
+
+
+def _padded(cell: str, width: int, right: bool) -> str:
+    """`cell` padded with blanks to `width` terminal columns, on the left when `right`."""
+    pad = " " * (width - display_width(cell))
+    return pad + cell if right else cell + pad
 
 
 def progress(items: Iterable[Any] | None = None, *, total: int | None = None, unit: str = "it", desc: str | None = None,
