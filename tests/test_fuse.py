@@ -21,6 +21,15 @@ pytestmark = pytest.mark.xdist_group("ranx_fusion")
 QUERIES, POOL = 3, 14
 
 
+def test_loadgroup_names_the_group_in_the_node_id(request):
+    """xdist schedules a grouped test by the ``@group`` it appends to the node id. pytest 9.2 drops that
+    name (pytest-dev/pytest-xdist#1386), and xdist then spreads every xdist_group over both workers: the
+    dev extra keeps pytest below 9.2."""
+    if request.config.getoption("loadgroup", False):  # set in xdist's workers under --dist loadgroup
+        assert request.node.nodeid.endswith("@ranx_fusion"), \
+            f"pytest {pytest.__version__} broke xdist's loadgroup: {request.node.nodeid} has no group"
+
+
 def random_run(rng, tied: bool, docs: int = 9) -> dict:
     """{query: {doc: score}} over a shared pool of documents (runs overlap partly); tied: scores on a
     grid of 4 values, else all distinct."""
