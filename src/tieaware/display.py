@@ -73,11 +73,15 @@ def plain_table(headers: Sequence[str], rows: Iterable[Sequence[str]], *,
     ``tieaware eval`` paid whenever it printed a table. Columns are as wide as their cells show on a
     terminal (`display_width`), which tabulate measured only where wcwidth was installed."""
     cells = [[str(cell).strip() for cell in row] for row in (headers, *rows)]
-    widths = [max(display_width(line[c]) for line in cells) for c in range(len(headers))]
-    text = "\n".join("  ".join(_padded(cell, width, right is not None and right[c])
-                               for c, (cell, width) in enumerate(zip(line, widths))).rstrip()
-                     for line in cells)
-    return "\n".join(text.splitlines())  # as tabulate's text read back: a blank last row leaves no line
+    shown = [[display_width(cell) for cell in line] for line in cells]
+    widths = [max(line[c] for line in shown) for c in range(len(headers))]
+    right_aligned = [right is not None and right[c] for c in range(len(headers))]
+    lines = ["  ".join(" " * (width - used) + cell if to_right else cell + " " * (width - used)
+                       for cell, used, width, to_right in zip(line, used_by, widths, right_aligned)).rstrip()
+             for line, used_by in zip(cells, shown)]
+    if not lines[-1]:  # as tabulate's text read back line by line: a blank last row leaves no line
+        lines.pop()
+    return "\n".join(lines)
 
 
 def display_width(text: str) -> int:
@@ -87,12 +91,6 @@ def display_width(text: str) -> int:
         return len(text)
     return sum(0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1
                for char in text)
-
-
-def _padded(cell: str, width: int, right: bool) -> str:
-    """`cell` padded with blanks to `width` terminal columns, on the left when `right`."""
-    pad = " " * (width - display_width(cell))
-    return pad + cell if right else cell + pad
 
 
 def progress(items: Iterable[Any] | None = None, *, total: int | None = None, unit: str = "it", desc: str | None = None,
